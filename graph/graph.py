@@ -1,0 +1,71 @@
+"""Wiring only: the nodes, their edges and the conditions between them.
+
+route_gate → decompose → retrieve ×N (parallel, Send) → rrf → rerank → compose → judge
+→ memory_shield, with BLOCK → safe_response → memory_shield, and retrieval disabled → compose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from graph.context import Context
+from graph.state import InputState, State
+from nodes.compose import compose
+from nodes.decompose import decompose
+from nodes.judge import judge
+from nodes.memory_shield import memory_shield
+from nodes.rerank import rerank
+from nodes.retrieve import fan_out, retrieve
+from nodes.route_gate import route_gate
+from nodes.rrf import rrf
+from nodes.safe_response import safe_response
+
+NODES: dict[str, Callable[..., Any]] = {
+    "route_gate": route_gate,
+    "decompose": decompose,
+    "retrieve": retrieve,
+    "rrf": rrf,
+    "rerank": rerank,
+    "compose": compose,
+    "judge": judge,
+    "safe_response": safe_response,
+    "memory_shield": memory_shield,
+}
+
+
+def after_route_gate(state: State) -> str:
+    return "decompose" if state["rag"].get("enabled") else "compose"
+
+
+def after_judge(state: State) -> str:
+    return "safe_response" if state["verdict"]["final_decision"] == "BLOCK" else "memory_shield"
+
+
+def build_graph(nodes: dict[str, Callable[..., Any]] | None = None) -> StateGraph:
+    """The uncompiled graph. `nodes` replaces nodes by name (e.g. another composer)."""
+    impl = {**NODES, **(nodes or {})}
+    builder = StateGraph(State, context_schema=Context, input_schema=InputState)
+    for name, fn in impl.items():
+        builder.add_node(name, fn)
+    builder.add_edge(START, "route_gate")
+    builder.add_conditional_edges("route_gate", after_route_gate, ["decompose", "compose"])
+    builder.add_conditional_edges("decompose", fan_out, ["retrieve"])
+    builder.add_edge("retrieve", "rrf")
+    builder.add_edge("rrf", "rerank")
+    builder.add_edge("rerank", "compose")
+    builder.add_edge("compose", "judge")
+    builder.add_conditional_edges("judge", after_judge, ["safe_response", "memory_shield"])
+    builder.add_edge("safe_response", "memory_shield")
+    builder.add_edge("memory_shield", END)
+    return builder
+
+
+def compile_graph(*, checkpointer=None, store=None, nodes=None, name: str = "ragate"):
+    return build_graph(nodes).compile(checkpointer=checkpointer, store=store, name=name)
+
+
+# The graph LangGraph Studio / `langgraph dev` loads (see langgraph.json).
+graph = compile_graph()

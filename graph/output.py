@@ -1,0 +1,57 @@
+"""The output contract: what `ragate ask --json`, the HTTP API and Python callers receive."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graph.state import Chunk, State
+
+SNIPPET_CHARS = 240
+SOURCE_METADATA = ("docType", "sourceUrl", "pageNumber", "category", "status", "date", "version", "language")
+
+
+def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+def source_of(chunk: Chunk) -> dict[str, Any]:
+    """A retrieved chunk without its full content, with the breakdown of why it ranked where it did."""
+    meta = chunk.get("metadata") or {}
+    return {
+        "id": chunk["id"],
+        "docId": chunk["docId"],
+        "assetId": chunk.get("assetId"),
+        "assetName": chunk.get("assetName"),
+        "similarity": chunk.get("similarity"),
+        "rerankScore": chunk.get("rerankScore"),
+        "rank": chunk.get("rank"),
+        "metadata": {k: meta[k] for k in SOURCE_METADATA if meta.get(k) not in (None, "")},
+        "snippet": snippet(chunk.get("content", "")),
+        "scores": chunk.get("scores", {}),
+    }
+
+
+def to_output(state: State) -> dict[str, Any]:
+    verdict = state.get("verdict") or {}
+    return {
+        "request_id": state.get("request_id"),
+        "answer": state.get("answer", ""),
+        "citations_used": state.get("citations_used", []),
+        "coverage_level": state.get("coverage_level", "none"),
+        "suggestions": state.get("suggestions", []),
+        "verdict": {
+            "final_decision": verdict.get("final_decision"),
+            "scores": verdict.get("scores", {}),
+            "reasoning": verdict.get("reasoning", {}),
+            "checks": verdict.get("checks", []),
+        },
+        "rag": state.get("rag", {}),
+        "sub_queries": state.get("sub_queries", []),
+        "decomposition": state.get("decomposition", {}),
+        "sources": [source_of(c) for c in state.get("reranked") or []],
+        "memory": state.get("memory", {}),
+        "timings_ms": state.get("timings_ms", {}),
+        "errors": state.get("errors", []),
+        "language": state.get("language"),
+    }

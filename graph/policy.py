@@ -1,0 +1,183 @@
+"""Loading and validating the YAML policy (`policies/rag.yaml`).
+
+The policy is the single source of truth for routing, budgets, lexicons and thresholds. Nodes
+never read YAML themselves: they call `load_policy()` and get a validated `Policy` or a
+`PolicyError` whose message names the file and the field that is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_POLICY_PATH = PROJECT_ROOT / "policies" / "rag.yaml"
+
+
+class PolicyError(ValueError):
+    """The policy file is missing, unreadable or invalid."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    k: int
+    min_score: float
+    max_context_chars: int
+
+
+@dataclass(frozen=True)
+class EntityRoute:
+    entity: str
+    profile: Profile
+    collections: tuple[str, ...]
+    max_chunks: int
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A validated policy. `raw` is the parsed YAML, kept as the snapshot shown to users."""
+
+    path: str
+    raw: dict[str, Any]
+
+    # --- routing -------------------------------------------------------------------------
+    @property
+    def routing(self) -> dict[str, Any]:
+        return self.raw["routing"]
+
+    def intent_allowed(self, intent: str) -> tuple[bool, str]:
+        """Deny wins over allow; an intent in neither list is off."""
+        if intent in self.routing.get("deny_intents", []):
+            return False, f"intent '{intent}' is denied by policy (routing.deny_intents)"
+        if intent in self.routing.get("allow_intents", []):
+            return True, ""
+        return False, f"intent '{intent}' is not listed in routing.allow_intents"
+
+    def entity_route(self, entity: str | None) -> EntityRoute:
+        rag = self.raw["rag"]
+        name = entity if entity in rag.get("entities", {}) else "default"
+        spec = rag["entities"][entity] if name != "default" else rag["default"]
+        profile_name = spec["profile"]
+        p = self.raw["profiles"][profile_name]
+        return EntityRoute(
+            entity=name,
+            profile=Profile(profile_name, int(p["k"]), float(p["min_score"]), int(p["max_context_chars"])),
+            collections=tuple(spec["collections"]),
+            max_chunks=int(spec["max_chunks"]),
+        )
+
+    def section(self, name: str) -> dict[str, Any]:
+        return self.raw.get(name) or {}
+
+
+def _fail(path: str, msg: str) -> PolicyError:
+    return PolicyError(f"policy {path}: {msg}")
+
+
+def _require(cond: bool, path: str, msg: str) -> None:
+    if not cond:
+        raise _fail(path, msg)
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+def validate_policy(raw: Any, path: str) -> Policy:
+    """Check every field the graph relies on; raise `PolicyError` naming the first bad one."""
+    _require(isinstance(raw, dict), path, "top level must be a mapping")
+    for key in ("routing", "profiles", "rag", "decomposition", "rerank", "compose", "judge", "languages"):
+        _require(isinstance(raw.get(key), dict), path, f"section '{key}' is missing or not a mapping")
+
+    routing = raw["routing"]
+    for key in ("allow_intents", "deny_intents"):
+        _require(_is_str_list(routing.get(key, [])), path, f"routing.{key} must be a list of intent names")
+    fallback = routing.get("fallback_intent")
+    _require(fallback is None or isinstance(fallback, str), path, "routing.fallback_intent must be a string")
+    for i, rule in enumerate(routing.get("intent_rules", []) or []):
+        _require(isinstance(rule, dict) and isinstance(rule.get("intent"), str), path,
+                 f"routing.intent_rules[{i}] needs an 'intent' string")
+        _require(_is_str_list(rule.get("keywords")), path, f"routing.intent_rules[{i}].keywords must be a list of strings")
+    filters = routing.get("intent_filters", {}) or {}
+    _require(isinstance(filters, dict), path, "routing.intent_filters must be a mapping intent -> {field: value}")
+    for intent, flt in filters.items():
+        _require(isinstance(flt, dict) and all(isinstance(v, (str, int)) for v in flt.values()), path,
+                 f"routing.intent_filters.{intent} must map field names to string or integer values")
+
+    for name, prof in raw["profiles"].items():
+        _require(isinstance(prof, dict), path, f"profiles.{name} must be a mapping")
+        for key, typ in (("k", int), ("min_score", (int, float)), ("max_context_chars", int)):
+            _require(isinstance(prof.get(key), typ) and not isinstance(prof.get(key), bool), path,
+                     f"profiles.{name}.{key} is missing or not a number")
+        _require(prof["k"] > 0 and prof["max_context_chars"] > 0, path, f"profiles.{name}: k and max_context_chars must be positive")
+
+    rag = raw["rag"]
+    _require(isinstance(rag.get("default"), dict), path, "rag.default is missing")
+    entities = rag.get("entities", {}) or {}
+    _require(isinstance(entities, dict), path, "rag.entities must be a mapping")
+    rag["entities"] = entities
+    for name, spec in [("default", rag["default"]), *entities.items()]:
+        where = "rag.default" if name == "default" else f"rag.entities.{name}"
+        _require(isinstance(spec, dict), path, f"{where} must be a mapping")
+        _require(spec.get("profile") in raw["profiles"], path, f"{where}.profile '{spec.get('profile')}' is not a defined profile")
+        _require(_is_str_list(spec.get("collections")) and spec["collections"], path, f"{where}.collections must be a non-empty list")
+        _require(isinstance(spec.get("max_chunks"), int) and spec["max_chunks"] > 0, path, f"{where}.max_chunks must be a positive integer")
+
+    dec = raw["decomposition"]
+    for key in ("min_length", "threshold", "max_subqueries"):
+        _require(isinstance(dec.get(key), (int, float)), path, f"decomposition.{key} must be a number")
+    _require(2 <= int(dec["max_subqueries"]) <= 4, path, "decomposition.max_subqueries must be between 2 and 4")
+    _require(isinstance(dec.get("weights"), dict), path, "decomposition.weights must be a mapping")
+    lex = dec.get("lexicons")
+    _require(isinstance(lex, dict) and lex, path, "decomposition.lexicons must map languages to word lists")
+    for lang, words in lex.items():
+        for key in ("connectives", "complexity", "perspectives", "all_perspectives"):
+            _require(_is_str_list(words.get(key, [])), path, f"decomposition.lexicons.{lang}.{key} must be a list of strings")
+
+    thresholds = raw["judge"].get("thresholds")
+    _require(isinstance(thresholds, dict) and {"ok", "block"} <= set(thresholds), path, "judge.thresholds needs 'ok' and 'block'")
+    _require(0 <= thresholds["block"] <= thresholds["ok"] <= 1, path, "judge.thresholds must satisfy 0 <= block <= ok <= 1")
+
+    langs = raw["languages"]
+    _require(isinstance(langs.get("markers"), dict) and langs["markers"], path, "languages.markers must map languages to word lists")
+    _require(isinstance(langs.get("analyzers"), dict) and langs["analyzers"], path, "languages.analyzers must map languages to stemmer names")
+    return Policy(path=path, raw=raw)
+
+
+_cache: dict[str, tuple[tuple[int, int], Policy]] = {}
+_cache_lock = threading.Lock()
+
+
+def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
+    """Load and validate a policy, cached until the file changes (mtime and size)."""
+    resolved = str(Path(path) if path else DEFAULT_POLICY_PATH)
+    try:
+        st = os.stat(resolved)
+    except FileNotFoundError:
+        raise _fail(resolved, "file not found") from None
+    except OSError as exc:
+        raise _fail(resolved, f"cannot be read ({exc.strerror})") from None
+    stamp = (st.st_mtime_ns, st.st_size)
+    with _cache_lock:
+        hit = _cache.get(resolved)
+        if hit and hit[0] == stamp:
+            return hit[1]
+    try:
+        with open(resolved, encoding="utf-8") as fh:
+            raw = yaml.safe_load(fh)
+    except UnicodeDecodeError:
+        raise _fail(resolved, "is not UTF-8 text") from None
+    except yaml.YAMLError as exc:
+        raise _fail(resolved, f"is not valid YAML ({str(exc).splitlines()[0]})") from None
+    except OSError as exc:
+        raise _fail(resolved, f"cannot be read ({exc.strerror})") from None
+    policy = validate_policy(raw, resolved)
+    with _cache_lock:
+        _cache[resolved] = (stamp, policy)
+    return policy

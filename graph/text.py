@@ -1,0 +1,210 @@
+"""Text utilities shared by ingest and the nodes: language detection, phrase matching,
+sentence splitting, lexical terms (the engine's own BM25 analyzer) and value extraction.
+
+Word lists come from the policy; nothing here hard-codes a lexicon.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+
+from qdrant_edge import Bm25, Bm25Config
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fold(text: str) -> str:
+    """Lower-case and NFC-normalise. Accents are kept on purpose: "é" (is) is not "e" (and)."""
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+@functools.lru_cache(maxsize=4096)
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    words = [re.escape(w) for w in fold(phrase).split()]
+    # Word boundaries that understand accented letters: \w is Unicode-aware.
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.UNICODE)
+
+
+def count_phrases(text: str, phrases: Iterable[str]) -> dict[str, int]:
+    """How often each phrase occurs in `text` on word boundaries (case-insensitive)."""
+    folded = fold(text)
+    hits: dict[str, int] = {}
+    for phrase in phrases:
+        n = len(_phrase_pattern(phrase).findall(folded))
+        if n:
+            hits[phrase] = n
+    return hits
+
+
+def has_any_phrase(text: str, phrases: Iterable[str]) -> bool:
+    folded = fold(text)
+    return any(_phrase_pattern(p).search(folded) for p in phrases)
+
+
+def detect_language(text: str, markers: Mapping[str, Sequence[str]], default: str = "en") -> str:
+    """The language whose marker words occur most often in `text`; `default` on a tie."""
+    tokens = _WORD.findall(fold(text))
+    best, best_hits = default, 0
+    scores = {lang: sum(1 for t in tokens if t in set(words)) for lang, words in markers.items()}
+    for lang, hits in scores.items():
+        if hits > best_hits or (hits == best_hits and hits > 0 and lang == default):
+            best, best_hits = lang, hits
+    return best
+
+
+# --- sentences -----------------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"”')\]]*\s+(?=[\"“(\[]?[A-ZÀ-ÖØ-Þ0-9•\-])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+_ABBREVIATIONS = frozenset({"sr.", "sra.", "dr.", "dra.", "e.g.", "i.e.", "nº.", "art.", "inc.", "ltd.", "vs.", "p.", "pp.", "no."})
+
+
+_ENUMERATOR = re.compile(r"(?:^|\s)\d{1,2}[.)]$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences. Every line is split on its own, so titles, bullets and
+    paragraphs never run into the next sentence; "Dr." and inline "1." enumerators do not end one."""
+    parts: list[str] = []
+    for line in text.splitlines():
+        joined_prev = False
+        for piece in _SENTENCE_END.split(line.strip()):
+            piece = piece.strip() if piece else ""
+            if not piece:
+                continue
+            if parts and joined_prev and (parts[-1].split()[-1].casefold() in _ABBREVIATIONS or _ENUMERATOR.search(parts[-1])):
+                parts[-1] = f"{parts[-1]} {piece}"
+            else:
+                parts.append(piece)
+            joined_prev = True
+    return parts
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+# --- lexical terms -------------------------------------------------------------------------
+
+
+class Analyzer:
+    """Stemmed, stopword-free term ids, produced by the vector engine's own BM25 encoders so that
+    the index, the reranker and the composer agree on what a "term" is."""
+
+    def __init__(self, analyzers: Mapping[str, str]):
+        self._languages = dict(analyzers)
+        self._models: dict[str, Bm25] = {}
+
+    def model(self, lang: str) -> Bm25:
+        name = self._languages.get(lang) or next(iter(self._languages.values()))
+        if name not in self._models:
+            self._models[name] = Bm25(Bm25Config(language=name))
+        return self._models[name]
+
+    def terms(self, text: str, lang: str) -> set[int]:
+        return set(self.model(lang).embed_query(text).indices)
+
+    def query_vector(self, text: str, lang: str):
+        return self.model(lang).embed_query(text)
+
+    def document_vector(self, text: str, lang: str):
+        return self.model(lang).embed_document(text)
+
+    def content_words(self, text: str, lang: str) -> list[tuple[str, set[int]]]:
+        """The surface words of `text` that carry a term (stopwords dropped), with their term ids."""
+        seen: dict[str, set[int]] = {}
+        for w in words(text):
+            key = w.casefold()
+            if key in seen:
+                continue
+            ids = self.terms(w, lang)
+            if ids:
+                seen[key] = ids
+        return [(w, ids) for w, ids in seen.items()]
+
+
+@functools.lru_cache(maxsize=8)
+def analyzer_for(items: tuple[tuple[str, str], ...]) -> Analyzer:
+    return Analyzer(dict(items))
+
+
+# --- values: numbers, amounts, percentages, dates, field names -----------------------------
+
+_NUMBER = re.compile(
+    r"(?<![\w.,])(\d{1,3}(?:[.,]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)(\s?%|\s?(?:mil|milhão|milhões|bilhão|bilhões|thousand|million|millions|billion|billions|mi|bi|k|m|bn)\b)?",
+    re.IGNORECASE | re.UNICODE,
+)
+_SCALES = {"mil": 1e3, "thousand": 1e3, "k": 1e3, "milhão": 1e6, "milhões": 1e6, "million": 1e6, "millions": 1e6,
+           "mi": 1e6, "m": 1e6, "bilhão": 1e9, "bilhões": 1e9, "billion": 1e9, "billions": 1e9, "bi": 1e9, "bn": 1e9}
+_FIELD = re.compile(r"`([^`\s]{2,60})`|\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b|\b([a-z]+[A-Z][A-Za-z0-9]+)\b")
+
+
+def _readings(token: str) -> set[float]:
+    """Every plausible numeric reading of a token: '1.234' is 1234 (pt) or 1.234 (en)."""
+    out: set[float] = set()
+    if "." in token and "," in token:
+        dec = "." if token.rfind(".") > token.rfind(",") else ","
+        thou = "," if dec == "." else "."
+        out.add(float(token.replace(thou, "").replace(dec, ".")))
+        return out
+    for sep in (".", ","):
+        if sep in token:
+            groups = token.split(sep)
+            if len(groups) > 2 or all(len(g) == 3 for g in groups[1:]):
+                out.add(float("".join(groups)))  # thousands separators
+            if len(groups) == 2:
+                out.add(float(f"{groups[0]}.{groups[1]}"))  # decimal separator
+            return out
+    out.add(float(token))
+    return out
+
+
+def extract_values(text: str) -> list[tuple[str, set[float]]]:
+    """Numbers found in `text` as (surface form, numeric readings). Scale words multiply
+    ("1,2 milhão" reads as 1.2 and 1 200 000) so that either spelling matches the other."""
+    found: list[tuple[str, set[float]]] = []
+    for m in _NUMBER.finditer(text):
+        token, suffix = m.group(1), (m.group(2) or "").strip().casefold()
+        readings = _readings(token)
+        scale = _SCALES.get(suffix)
+        if scale:
+            readings |= {round(r * scale, 6) for r in readings}
+        found.append((m.group(0).strip(), readings))
+    return found
+
+
+def value_supported(readings: set[float], pool: set[float]) -> bool:
+    return any(abs(r - p) <= 1e-6 * max(1.0, abs(p)) for r in readings for p in pool)
+
+
+def value_pool(texts: Iterable[str]) -> set[float]:
+    pool: set[float] = set()
+    for t in texts:
+        for _, readings in extract_values(t):
+            pool |= readings
+    return pool
+
+
+def extract_fields(text: str) -> list[str]:
+    """Field-like names: `backticked`, snake_case or camelCase identifiers."""
+    return [next(g for g in m.groups() if g) for m in _FIELD.finditer(text)]
+
+
+_CITATION = re.compile(r"\[([^\[\]\s][^\[\]]{0,200})\]")
+
+
+def citations_in(text: str) -> list[str]:
+    """Ids cited as [doc_id] (several ids may be comma-separated inside one bracket)."""
+    ids: list[str] = []
+    for m in _CITATION.finditer(text):
+        for part in m.group(1).split(","):
+            part = part.strip()
+            if part and part not in ids:
+                ids.append(part)
+    return ids
+
+
+def strip_citations(text: str) -> str:
+    return re.sub(r"\s+([.,;:!?])", r"\1", _CITATION.sub("", text)).strip()

@@ -1,0 +1,280 @@
+"""The vector engine behind one small interface, with governance gates enforced inside it.
+
+Embedded default: Qdrant's own engine in-process (`qdrant-edge`), one shard folder per
+collection under `$RAGATE_HOME/collections/<name>/`, with a dense vector (`dense`) and the
+engine's BM25 sparse vector with an IDF modifier (`bm25`).
+
+Payload schema (the same one the Qdrant-server path writes):
+  brandId            keyword, tenant index: the ingesting tenant, never taken from the document
+  isApprovedForAI    keyword "true"/"false" (qdrant-edge 0.9.0's bool MatchValue matches nothing,
+                     so the flag is stored as a keyword; `metadata.isApprovedForAI` keeps the bool)
+  status, docType, category, docId, assetId, language   keyword indexes
+  text, header, assetName, metadata, content_hash, chunk_index, date, version
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from qdrant_edge import (
+    Distance,
+    EdgeConfig,
+    EdgeShard,
+    EdgeSparseVectorParams,
+    EdgeVectorParams,
+    FieldCondition,
+    Filter,
+    KeywordIndexParams,
+    MatchAny,
+    MatchValue,
+    Modifier,
+    PayloadSchemaType,
+    Point,
+    QueryBatchRequest,
+    QueryRequest,
+    Query,
+    ScrollRequest,
+    SparseVector,
+    UpdateOperation,
+)
+
+# Governance is not configurable: no policy file or request can loosen these gates.
+APPROVED_STATUSES = ("ready", "approved")
+TENANT_FIELD = "brandId"
+GATE_FIELDS = frozenset({TENANT_FIELD, "isApprovedForAI", "status"})
+# Fields a policy may add as extra equality filters (all indexed).
+FILTERABLE_FIELDS = frozenset({"docType", "category", "assetId", "docId", "language"})
+KEYWORD_INDEXES = ("status", "isApprovedForAI", "docType", "category", "docId", "assetId", "language")
+
+DENSE, SPARSE = "dense", "bm25"
+_POINT_NS = uuid.UUID("6b1f0c4e-7a52-4b8e-9d0a-3f1e2c5b7a90")
+
+
+class TenantRequiredError(ValueError):
+    """A search or write without a tenant. Refused: there is no "all tenants" query."""
+
+
+class CollectionError(ValueError):
+    """A collection is missing or was built with a different embedding model."""
+
+
+def point_id(tenant: str, doc_id: str, chunk_index: int) -> str:
+    """Stable point id: the tenant is part of it, so two tenants' documents with the same id never collide."""
+    return str(uuid.uuid5(_POINT_NS, f"{tenant}\x1f{doc_id}\x1f{chunk_index}"))
+
+
+@dataclass
+class ChunkRecord:
+    """One chunk ready to be written."""
+
+    doc_id: str
+    chunk_index: int
+    text: str
+    header: str
+    payload: dict[str, Any]
+    content_hash: str
+    dense: list[float] = field(default_factory=list)
+    sparse: tuple[list[int], list[float]] = ((), ())
+
+
+@dataclass
+class SearchHit:
+    """One point returned by a search list, with its rank (1-based) and raw score in that list."""
+
+    point_id: str
+    score: float
+    rank: int
+    payload: dict[str, Any]
+    vector: list[float] | None = None
+
+
+def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None) -> Filter:
+    """The gates every read goes through, evaluated inside the engine: the caller's tenant,
+    approved for AI, status ready/approved; plus optional equality filters from the policy."""
+    if not tenant or not str(tenant).strip():
+        raise TenantRequiredError("a tenant is required for every search (set Context.tenant / --tenant)")
+    must: list[Any] = [
+        FieldCondition(key=TENANT_FIELD, match=MatchValue(str(tenant))),
+        FieldCondition(key="isApprovedForAI", match=MatchValue("true")),
+        FieldCondition(key="status", match=MatchAny(list(APPROVED_STATUSES))),
+    ]
+    for key, value in (extra or {}).items():
+        if key in GATE_FIELDS or key not in FILTERABLE_FIELDS:
+            raise ValueError(f"filter on '{key}' is not allowed (filterable: {sorted(FILTERABLE_FIELDS)})")
+        must.append(FieldCondition(key=key, match=MatchValue(value)))
+    return Filter(must=must)
+
+
+class VectorIndex(Protocol):
+    """What the nodes and ingest need from a vector engine."""
+
+    def search(
+        self, collection: str, *, dense: list[float], sparse: SparseVector, tenant: str,
+        filters: dict[str, Any] | None, limit: int,
+    ) -> tuple[list[SearchHit], list[SearchHit]]:
+        """Dense and lexical result lists, both gated, both with the chunks' dense vectors."""
+
+    def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]: ...
+
+    def replace_document(self, collection: str, tenant: str, doc_id: str, chunks: list[ChunkRecord]) -> None: ...
+
+    def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None: ...
+
+    def count(self, collection: str) -> int: ...
+
+
+class EdgeVectorIndex:
+    """qdrant-edge shards, one per collection; one opener per folder per process (the engine
+    locks its folder), so every graph entry in a process shares one instance via `open_index`."""
+
+    def __init__(self, home: Path):
+        self.root = Path(home) / "collections"
+        self._shards: dict[str, EdgeShard] = {}
+        self._lock = threading.RLock()
+
+    # --- collections ------------------------------------------------------------------------
+    def _manifest_path(self, collection: str) -> Path:
+        return self.root / collection / "ragate.json"
+
+    def manifest(self, collection: str) -> dict[str, Any] | None:
+        path = self._manifest_path(collection)
+        return json.loads(path.read_text()) if path.exists() else None
+
+    def _shard(self, collection: str) -> EdgeShard | None:
+        with self._lock:
+            if collection in self._shards:
+                return self._shards[collection]
+            shard_dir = self.root / collection / "shard"
+            if not self._manifest_path(collection).exists() or not shard_dir.exists():
+                return None
+            shard = EdgeShard.load(str(shard_dir))
+            self._shards[collection] = shard
+            return shard
+
+    def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None:
+        if not collection or "/" in collection or collection.startswith("."):
+            raise CollectionError(f"invalid collection name '{collection}'")
+        with self._lock:
+            manifest = self.manifest(collection)
+            if manifest is not None:
+                if manifest["embedding_model"] != embedding_model or manifest["dimensions"] != dimensions:
+                    raise CollectionError(
+                        f"collection '{collection}' was built with {manifest['embedding_model']} "
+                        f"({manifest['dimensions']} dims), not {embedding_model} ({dimensions} dims); "
+                        "use another collection or re-ingest into a new one"
+                    )
+                return
+            shard_dir = self.root / collection / "shard"
+            shard_dir.mkdir(parents=True, exist_ok=True)
+            config = EdgeConfig(
+                vectors={DENSE: EdgeVectorParams(size=dimensions, distance=Distance.Cosine)},
+                sparse_vectors={SPARSE: EdgeSparseVectorParams(modifier=Modifier.Idf)},
+            )
+            shard = EdgeShard.create(str(shard_dir), config)
+            shard.update(UpdateOperation.create_field_index(TENANT_FIELD, KeywordIndexParams(is_tenant=True)))
+            for name in KEYWORD_INDEXES:
+                shard.update(UpdateOperation.create_field_index(name, PayloadSchemaType.Keyword))
+            shard.flush()
+            self._shards[collection] = shard
+            # The manifest is written last: a folder without it is an unfinished create.
+            tmp = self._manifest_path(collection).with_suffix(".tmp")
+            tmp.write_text(json.dumps({"embedding_model": embedding_model, "dimensions": dimensions, "schema": 1}))
+            tmp.replace(self._manifest_path(collection))
+
+    def count(self, collection: str) -> int:
+        shard = self._shard(collection)
+        return shard.info().points_count if shard else 0
+
+    def optimize(self, collection: str) -> None:
+        shard = self._shard(collection)
+        if shard:
+            shard.optimize()
+
+    # --- reads ------------------------------------------------------------------------------
+    def search(self, collection, *, dense, sparse, tenant, filters, limit):
+        gate = governance_filter(tenant, filters)  # raises before touching the engine
+        shard = self._shard(collection)
+        if shard is None:
+            return [], []
+        common = dict(limit=limit, filter=gate, with_payload=True, with_vector=[DENSE])
+        dense_res, sparse_res = shard.query_batch(QueryBatchRequest([
+            QueryRequest(query=Query.Nearest(list(dense), using=DENSE), **common),
+            QueryRequest(query=Query.Nearest(sparse, using=SPARSE), **common),
+        ]))
+        return _hits(dense_res), _hits(sparse_res)
+
+    def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]:
+        shard = self._shard(collection)
+        if shard is None:
+            return set()
+        flt = Filter(must=[FieldCondition(key=TENANT_FIELD, match=MatchValue(tenant)),
+                           FieldCondition(key="docId", match=MatchValue(doc_id))])
+        records, _ = shard.scroll(ScrollRequest(limit=10_000, filter=flt, with_payload=["content_hash"]))
+        return {r.payload["content_hash"] for r in records if r.payload}
+
+    # --- writes -----------------------------------------------------------------------------
+    def replace_document(self, collection: str, tenant: str, doc_id: str, chunks: list[ChunkRecord]) -> None:
+        if not tenant:
+            raise TenantRequiredError("a tenant is required to write documents")
+        shard = self._shard(collection)
+        if shard is None:
+            raise CollectionError(f"collection '{collection}' does not exist")
+        flt = Filter(must=[FieldCondition(key=TENANT_FIELD, match=MatchValue(tenant)),
+                           FieldCondition(key="docId", match=MatchValue(doc_id))])
+        points = [
+            Point(
+                id=point_id(tenant, doc_id, c.chunk_index),
+                vector={DENSE: list(c.dense), SPARSE: SparseVector(list(c.sparse[0]), list(c.sparse[1]))},
+                payload={**c.payload, TENANT_FIELD: tenant},
+            )
+            for c in chunks
+        ]
+        with self._lock:
+            shard.update(UpdateOperation.delete_points_by_filter(flt))
+            if points:
+                shard.update(UpdateOperation.upsert_points(points))
+
+    def flush(self) -> None:
+        with self._lock:
+            for shard in self._shards.values():
+                shard.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            for shard in self._shards.values():
+                shard.flush()
+                shard.close()
+            self._shards.clear()
+
+
+def _hits(points) -> list[SearchHit]:
+    out = []
+    for rank, p in enumerate(points, start=1):
+        vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else None
+        out.append(SearchHit(point_id=str(p.id), score=float(p.score), rank=rank, payload=dict(p.payload or {}), vector=vec))
+    return out
+
+
+_indexes: dict[str, EdgeVectorIndex] = {}
+_indexes_lock = threading.Lock()
+
+
+def open_index(home: Path) -> EdgeVectorIndex:
+    """The process-wide index for a data folder (the engine allows one opener per folder)."""
+    key = str(Path(home).resolve())
+    with _indexes_lock:
+        if key not in _indexes:
+            _indexes[key] = EdgeVectorIndex(Path(key))
+        return _indexes[key]
+
+
+def close_all() -> None:
+    with _indexes_lock:
+        for index in _indexes.values():
+            index.close()
+        _indexes.clear()

@@ -1,0 +1,229 @@
+"""compose: an answer only from the reranked chunks, every claim followed by its `[doc_id]`.
+
+Without a chat model, an extractive composer does this for real: it scores every sentence of the
+retrieved chunks against the question's terms, greedily picks sentences that cover terms not yet
+covered (so the answer spans the question's parts instead of repeating one), orders them by
+source rank and position, and cites each. It also decides the coverage level, resolves conflicting
+versions of one asset (higher score, then newer date, said in one sentence) and, with low or no
+coverage, says what is missing and gives exactly three concrete suggestions.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.policy import load_policy
+from graph.prompts import phrase, phrases
+from graph.resources import get_analyzer
+from graph.state import Chunk, State
+from graph.text import Analyzer, citations_in, split_sentences
+from nodes.instrumentation import context_of, timed
+
+_BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
+
+
+def coverage_level(chunks: list[Chunk], cfg: dict) -> str:
+    """high: 3+ docs, mean ≥ 0.7; medium: 2+ docs, mean ≥ 0.5; low: 1+ relevant doc; none otherwise."""
+    floor = cfg.get("relevance_floor", 0.25)
+    best_per_doc: dict[str, float] = {}
+    for c in chunks:
+        if c["rerankScore"] >= floor:
+            best_per_doc[c["docId"]] = max(best_per_doc.get(c["docId"], 0.0), c["rerankScore"])
+    if not best_per_doc:
+        return "none"
+    n, mean = len(best_per_doc), sum(best_per_doc.values()) / len(best_per_doc)
+    levels = cfg.get("coverage", {})
+    high, medium = levels.get("high", {}), levels.get("medium", {})
+    if n >= high.get("min_docs", 3) and mean >= high.get("min_mean_score", 0.7):
+        return "high"
+    if n >= medium.get("min_docs", 2) and mean >= medium.get("min_mean_score", 0.5):
+        return "medium"
+    return "low"
+
+
+def _date_key(chunk: Chunk) -> str:
+    meta = chunk.get("metadata") or {}
+    return str(meta.get("date") or meta.get("version") or "")
+
+
+def resolve_conflicts(chunks: list[Chunk], language: str, question: str = "") -> tuple[list[Chunk], list[str]]:
+    """Two documents of one asset (e.g. the 2025 and 2026 playbook) may disagree: keep the one with
+    the higher score, then the newer date, and say so in one sentence. A version whose year the
+    question names is what the user asked about, so it is never dropped ("compare 2025 and 2026")."""
+    by_asset: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_asset.setdefault(c.get("assetId") or c["docId"], []).append(c)
+    dropped: set[str] = set()
+    notes: list[str] = []
+    for asset, members in by_asset.items():
+        docs: dict[str, Chunk] = {}
+        for c in members:
+            if c["docId"] not in docs or c["rerankScore"] > docs[c["docId"]]["rerankScore"]:
+                docs[c["docId"]] = c
+        if len(docs) < 2:
+            continue
+        best = max(docs.values(), key=lambda c: c["rerankScore"])
+        # Within 0.05 the scores are a tie: the newer version wins.
+        close = [c for c in docs.values() if best["rerankScore"] - c["rerankScore"] <= 0.05]
+        winner = max(close, key=_date_key) if len(close) > 1 else best
+        reason_key = "conflict_reason_date" if len(close) > 1 else "conflict_reason_score"
+        for loser in (c for c in docs.values() if c["docId"] != winner["docId"]):
+            if _date_key(loser)[:4] and re.search(rf"\b{re.escape(_date_key(loser)[:4])}\b", question):
+                continue
+            dropped.add(loser["docId"])
+            notes.append(phrase(language, "conflict", asset=winner.get("assetName") or asset, winner=winner["docId"],
+                                reason=phrases(language)[reason_key], loser=loser["docId"]))
+    return [c for c in chunks if c["docId"] not in dropped], notes
+
+
+def _clean_sentence(sentence: str) -> str:
+    s = _BULLET.sub("", sentence).strip()
+    s = re.sub(r"\s+", " ", s)
+    return s
+
+
+def _is_title(line: str) -> bool:
+    """A heading line: no bullet, no closing punctuation, short. It names a topic, it claims nothing."""
+    return not _BULLET.match(line) and line.rstrip()[-1:] not in ".!?:;" and len(line.split()) < 15
+
+
+def _cite(sentence: str, doc_id: str) -> str:
+    """'Sales grew 10%.' -> 'Sales grew 10% [doc].'"""
+    end = sentence[-1] if sentence[-1] in ".!?" else "."
+    body = sentence[:-1] if sentence[-1] in ".!?" else sentence
+    return f"{body.rstrip()} [{doc_id}]{end}"
+
+
+def select_sentences(question_terms: set[int], language: str, chunks: list[Chunk], analyzer: Analyzer,
+                     max_sentences: int, max_chars: int) -> list[tuple[Chunk, int, str]]:
+    """Greedy coverage: each pick maximises the IDF weight of question terms it adds (terms already
+    covered count a third), scaled by its chunk's rerank score."""
+    candidates: list[tuple[Chunk, int, str, set[int]]] = []
+    for chunk in chunks:
+        for pos, raw in enumerate(split_sentences(chunk["content"])):
+            if _is_title(raw):
+                continue
+            sentence = _clean_sentence(raw)
+            if len(sentence) < 20 or sentence.startswith("#") or len(sentence) > 600:
+                continue
+            candidates.append((chunk, pos, sentence, analyzer.terms(sentence, language)))
+    if not candidates:
+        return []
+    n = len(candidates)
+    idf = {t: math.log(1 + n / (1 + sum(1 for c in candidates if t in c[3]))) for t in question_terms}
+    covered: set[int] = set()
+    picked: list[tuple[Chunk, int, str]] = []
+    used_chars = 0
+    remaining = list(candidates)
+    while remaining and len(picked) < max_sentences:
+        def gain(c):
+            chunk, _, sentence, terms = c
+            g = sum(idf[t] * (0.35 if t in covered else 1.0) for t in terms & question_terms)
+            same_language = 1.1 if (chunk.get("metadata") or {}).get("language") == language else 1.0
+            return g * (0.5 + 0.5 * chunk["rerankScore"]) * same_language
+        best = max(remaining, key=gain)
+        if gain(best) <= 0:
+            break
+        remaining.remove(best)
+        if used_chars + len(best[2]) > max_chars and picked:
+            continue
+        picked.append(best[:3])
+        used_chars += len(best[2])
+        covered |= best[3] & question_terms
+        if covered >= question_terms and len(picked) >= 2:
+            break
+    if not picked:
+        # No sentence shares a term with the question (e.g. the sources are in another language):
+        # the lead sentences of the best chunks carry its dense match.
+        for chunk in chunks[:2]:
+            picked.extend((chunk, pos, s) for chunk_, pos, s, _ in candidates if chunk_ is chunk and pos < 2)
+    rank_of = {c["id"]: i for i, c in enumerate(chunks)}
+    picked.sort(key=lambda p: (rank_of[p[0]["id"]], p[1]))
+    return picked
+
+
+def missing_terms(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer) -> list[str]:
+    """Content words of the question that no retrieved chunk contains."""
+    present: set[int] = set()
+    for c in chunks:
+        present |= analyzer.terms(c["content"], language)
+    return [w for w, ids in analyzer.content_words(question, language) if not ids & present]
+
+
+def build_suggestions(language: str, rag: dict, chunks: list[Chunk], missing: list[str], policy_allow: list[str]) -> list[str]:
+    """Exactly three concrete ways to refine the search, built from what was and was not found."""
+    intents = ", ".join(policy_allow[:4]) or "knowledge"
+    out = []
+    if rag.get("disabled_reason") in ("intent_denied", "intent_unlisted"):
+        out.append(phrase(language, "suggestion_allowed_intent", intents=intents))
+    if missing:
+        out.append(phrase(language, "suggestion_missing_terms", terms=", ".join(missing[:4])))
+    out.append(phrase(language, "suggestion_period"))
+    if chunks:
+        top = chunks[0]
+        out.append(phrase(language, "suggestion_closest_doc", asset=top.get("assetName") or top["docId"], doc_id=top["docId"]))
+    else:
+        out.append(phrase(language, "suggestion_ingest", collections=", ".join(rag.get("collections") or ["documents"])))
+    if rag.get("intent_source") == "fallback":
+        out.append(phrase(language, "suggestion_intent", intents=intents))
+    out.append(phrase(language, "suggestion_split"))
+    unique = list(dict.fromkeys(out))
+    return unique[:3]
+
+
+@timed("compose")
+def compose(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = context_of(runtime)
+    rag = state.get("rag") or {}
+    language = state.get("language") or rag.get("language") or "en"
+    chunks = state.get("reranked") or []
+    question = state.get("question", "")
+
+    try:
+        policy = load_policy(ctx.policy_path)
+    except Exception:
+        policy = None
+    if policy is None or not rag.get("enabled"):
+        reason_code = rag.get("disabled_reason") or "policy_invalid"
+        reason = phrases(language)["reasons"][reason_code].format(intent=rag.get("intent") or "")
+        allow = list(policy.routing.get("allow_intents", [])) if policy else []
+        return {"answer": phrase(language, "retrieval_disabled", reason=reason), "citations_used": [],
+                "coverage_level": "none", "suggestions": build_suggestions(language, rag, [], [], allow)}
+
+    cfg = policy.section("compose")
+    analyzer = get_analyzer(policy)
+    coverage = coverage_level(chunks, cfg)
+    relevant = [c for c in chunks if c["rerankScore"] >= cfg.get("relevance_floor", 0.25)]
+    relevant, conflict_notes = resolve_conflicts(relevant, language, question)
+    missing = missing_terms(question, language, chunks, analyzer)
+
+    lines: list[str] = []
+    if coverage != "none":
+        q_terms = analyzer.terms(" ".join([question, *(state.get("sub_queries") or [])]), language)
+        picked = select_sentences(q_terms, language, relevant, analyzer, int(cfg.get("max_sentences", 6)),
+                                  int(cfg.get("max_answer_chars", 1600)))
+        claims = [_cite(sentence, chunk["docId"]) for chunk, _, sentence in picked]
+        if claims:
+            lines.append(phrase(language, "intro"))
+            lines.append("")
+            lines.extend(f"- {c}" for c in claims) if len(claims) > 1 else lines.append(claims[0])
+            if conflict_notes:
+                lines.append("")
+                lines.extend(conflict_notes)
+        else:
+            coverage = "none"
+    if coverage in ("low", "none"):
+        if lines:
+            lines.append("")
+        lines.append(phrase(language, "missing", terms=", ".join(missing[:6])) if missing else phrase(language, "missing_generic"))
+
+    answer = "\n".join(lines).strip()
+    retrieved_ids = {c["docId"] for c in chunks}
+    citations = [cid for cid in citations_in(answer) if cid in retrieved_ids]
+    suggestions = (build_suggestions(language, rag, chunks, missing, list(policy.routing.get("allow_intents", [])))
+                   if coverage in ("low", "none") else [])
+    return {"answer": answer, "citations_used": citations, "coverage_level": coverage, "suggestions": suggestions}

@@ -1,0 +1,143 @@
+"""decompose: score the question's complexity and split complex questions into 2–4 sub-queries.
+
+`should_decompose` is a pure function of the question and the policy's lexicons. The
+deterministic splitter handles several questions ("?"), named perspectives, comparisons and
+enumerations joined by connectives. Any failure, or a split that yields fewer than two usable
+sub-queries, falls back to the original question.
+"""
+
+from __future__ import annotations
+
+import re
+
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.policy import Policy, PolicyError, load_policy
+from graph.state import State
+from graph.text import count_phrases, fold, words
+from nodes.instrumentation import context_of, timed
+
+
+def _lexicon(policy: Policy, key: str) -> list[str]:
+    """Union of one word list over every language (questions mix languages: "vs", "ROAS")."""
+    out: list[str] = []
+    for lex in policy.raw["decomposition"]["lexicons"].values():
+        out.extend(w for w in lex.get(key, []) if w not in out)
+    return out
+
+
+def should_decompose(question: str, policy: Policy) -> tuple[bool, float]:
+    """(decompose?, complexity score). See `complexity` for what the score counts."""
+    decide, score, _ = complexity(question, policy)
+    return decide, score
+
+
+def complexity(question: str, policy: Policy) -> tuple[bool, float, list[str]]:
+    cfg = policy.raw["decomposition"]
+    weights = cfg["weights"]
+    reasons: list[str] = []
+    score = 0.0
+    connectives = count_phrases(question, _lexicon(policy, "connectives"))
+    if connectives:
+        n = min(2, sum(connectives.values()))
+        score += n * weights.get("connective", 1.0)
+        reasons.append(f"connectives: {', '.join(sorted(connectives))}")
+    perspectives = count_phrases(question, _lexicon(policy, "perspectives"))
+    all_perspectives = count_phrases(question, _lexicon(policy, "all_perspectives"))
+    if all_perspectives or len(perspectives) >= 2:
+        score += weights.get("perspectives", 2.0)
+        reasons.append(f"perspectives: {', '.join(sorted(all_perspectives or perspectives))}")
+    if question.count("?") >= 2:
+        score += weights.get("questions", 2.0)
+        reasons.append(f"{question.count('?')} question marks")
+    complexity_words = count_phrases(question, _lexicon(policy, "complexity"))
+    if complexity_words:
+        score += min(2, sum(complexity_words.values())) * weights.get("complexity", 1.0)
+        reasons.append(f"complexity words: {', '.join(sorted(complexity_words))}")
+    question_words = count_phrases(question, _lexicon(policy, "question_words"))
+    if len(question_words) >= 2:
+        score += weights.get("question_words", 1.0)
+        reasons.append(f"question words: {', '.join(sorted(question_words))}")
+    long_enough = len(question) >= cfg["min_length"]
+    if not long_enough:
+        reasons.append(f"shorter than {cfg['min_length']} characters")
+    return long_enough and score >= cfg["threshold"], round(score, 3), reasons
+
+
+def _connective_pattern(policy: Policy) -> re.Pattern[str]:
+    phrases = sorted(set(_lexicon(policy, "connectives")) | set(_lexicon(policy, "comparison_markers")), key=len, reverse=True)
+    alternation = "|".join(r"\s+".join(map(re.escape, p.split())) for p in phrases)
+    # Split at connectives (and commas / semicolons) standing between words.
+    return re.compile(rf"\s*[;,]\s*(?:(?:{alternation})\s+)?|\s+(?:{alternation})\s+", re.IGNORECASE | re.UNICODE)
+
+
+def split_question(question: str, policy: Policy, language: str) -> list[str]:
+    """The deterministic splitter: one sub-query per question mark, per named perspective, or per
+    clause between connectives (short enumerated items inherit the first clause's head)."""
+    cfg = policy.raw["decomposition"]
+    max_n = int(cfg["max_subqueries"])
+
+    if question.count("?") >= 2:
+        parts = [p.strip() for p in re.findall(r"[^?]+\?", question)]
+        return _clean(parts, question, max_n)
+
+    lexicons = cfg["lexicons"]
+    lex = lexicons.get(language) or next(iter(lexicons.values()))
+    named = list(count_phrases(question, lex.get("perspectives", [])))
+    if count_phrases(question, lex.get("all_perspectives", [])):
+        named = list(lex.get("default_perspectives") or lex.get("perspectives", []))[:max_n]
+    if len(named) >= 2:
+        core = question.rstrip("?. ")
+        return _clean([f"{core} ({p})" for p in named], question, max_n)
+
+    body = question.rstrip("?. ")
+    # A leading complexity verb ("Compare", "Analise") is a request, not content to search for.
+    head_words = _lexicon(policy, "complexity")
+    clauses = [c for c in _connective_pattern(policy).split(body) if c and c.strip()]
+    if len(clauses) < 2:
+        return [question]
+    first = clauses[0].split()
+    if first and fold(first[0]) in {fold(w) for w in head_words}:
+        first = first[1:]
+    subs = [" ".join(first)]
+    for clause in clauses[1:]:
+        tokens = clause.split()
+        if len(tokens) <= 2 and len(first) > len(tokens):
+            # "vendas de 2025 e 2026": "2026" replaces the tail of the first clause.
+            subs.append(" ".join(first[: len(first) - len(tokens)] + tokens))
+        else:
+            subs.append(clause.strip())
+    return _clean(subs, question, max_n)
+
+
+def _clean(parts: list[str], question: str, max_n: int) -> list[str]:
+    seen, out = {fold(question).strip(" ?."), ""}, []
+    for p in parts:
+        p = p.strip(" ,;")
+        key = fold(p).strip(" ?.")
+        if len(words(p)) < 2 or key in seen:
+            continue
+        seen.add(key)
+        out.append(p)
+    return out[:max_n] if len(out) >= 2 else [question]
+
+
+@timed("decompose")
+def decompose(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = context_of(runtime)
+    question = state["question"]
+    language = state.get("language", "en")
+    try:
+        policy = load_policy(ctx.policy_path)
+        decide, score, reasons = complexity(question, policy)
+        sub_queries = split_question(question, policy, language) if decide else [question]
+    except (PolicyError, KeyError, ValueError, re.error) as exc:
+        return {"sub_queries": [question],
+                "decomposition": {"decomposed": False, "score": 0.0, "method": "fallback", "reasons": [],
+                                  "error": f"decomposition failed, using the original question: {exc}"}}
+    decomposed = len(sub_queries) >= 2
+    info = {"decomposed": decomposed, "score": score, "method": "rules" if decomposed else "none", "reasons": reasons}
+    if decide and not decomposed:
+        info["note"] = "complex, but no split gave two independent sub-queries: using the original question"
+    return {"sub_queries": sub_queries, "decomposition": info}

@@ -1,0 +1,38 @@
+"""Per-node timings: every node is wrapped so its wall time lands in `State.timings_ms`."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
+
+
+def timed(name: str | Callable[[Any], str]):
+    """Record the node's wall time under `name` (or `name(state)` for fan-out branches)."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(state, runtime):
+            started = time.perf_counter()
+            update = fn(state, runtime) or {}
+            key = name(state) if callable(name) else name
+            elapsed = round((time.perf_counter() - started) * 1000, 3)
+            update["timings_ms"] = {**update.get("timings_ms", {}), key: elapsed}
+            return update
+
+        return wrapper
+
+    return decorate
+
+
+def context_of(runtime) -> Any:
+    """The run's Context; a default one when the caller passed none."""
+    from graph.context import Context
+
+    ctx = getattr(runtime, "context", None)
+    if ctx is None:
+        return Context()
+    if isinstance(ctx, dict):  # the server and RemoteGraph may hand a plain mapping
+        return Context(**ctx)
+    return ctx

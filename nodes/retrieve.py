@@ -1,0 +1,132 @@
+"""retrieve: one branch per sub-query (fanned out with `Send`, run in parallel).
+
+Each branch asks the vector engine for two ranked lists, dense and lexical (BM25), with the
+governance gates evaluated inside the engine: the caller's tenant, approved for AI, status
+ready/approved, plus the policy's intent filter. A "performance" branch searches the tenant's
+performance chunks and renders their `performance_snapshot` as text.
+"""
+
+from __future__ import annotations
+
+import math
+
+from langgraph.runtime import Runtime
+from langgraph.types import Send
+
+from graph.context import Context
+from graph.policy import load_policy
+from graph.resources import get_analyzer, get_resources
+from graph.state import Chunk, RetrieveTask, SearchResult, State
+from graph.vectorstore import SearchHit, TenantRequiredError
+from nodes.instrumentation import context_of, timed
+
+SNIPPET_FIELDS = ("ctr", "cvr", "cpc", "roas", "period", "status")
+
+
+def fan_out(state: State) -> list[Send]:
+    """One `Send` per sub-query, plus one performance search when the policy asks for it."""
+    rag = state["rag"]
+    tasks = [
+        Send("retrieve", RetrieveTask(question=state["question"], sub_query=q, index=i, kind="sub_query", rag=rag))
+        for i, q in enumerate(state.get("sub_queries") or [state["question"]])
+    ]
+    if rag.get("performance_injection"):
+        tasks.append(Send("retrieve", RetrieveTask(question=state["question"], sub_query=state["question"],
+                                                   index=len(tasks), kind="performance", rag=rag)))
+    return tasks
+
+
+def render_performance_snapshot(snapshot: dict) -> str:
+    """A performance snapshot as one sentence the reranker and composer can read."""
+    parts = []
+    for key in ("ctr", "cvr"):
+        if isinstance(snapshot.get(key), (int, float)):
+            parts.append(f"{key.upper()} {snapshot[key] * 100:.2f}%".replace(".00%", "%"))
+    if isinstance(snapshot.get("cpc"), (int, float)):
+        parts.append(f"CPC {snapshot['cpc']:.2f}")
+    if isinstance(snapshot.get("roas"), (int, float)):
+        parts.append(f"ROAS {snapshot['roas']:g}")
+    head = "Performance snapshot"
+    if snapshot.get("period"):
+        head += f" ({snapshot['period']})"
+    tail = f"; status {snapshot['status']}" if snapshot.get("status") else ""
+    return f"{head}: {', '.join(parts)}{tail}."
+
+
+def _cosine(a: list[float] | None, b: list[float]) -> float:
+    if not a:
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b))
+    na = math.sqrt(sum(x * x for x in a))
+    nb = math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def to_chunk(hit: SearchHit, collection: str, question_vector: list[float]) -> Chunk:
+    p = hit.payload
+    metadata = dict(p.get("metadata") or {})
+    content = p.get("text", "")
+    snapshot = metadata.get("performance_snapshot")
+    if isinstance(snapshot, dict):
+        content = f"{content}\n{render_performance_snapshot(snapshot)}".strip()
+    return Chunk(
+        id=f"{p.get('docId')}#{p.get('chunk_index', 0)}",
+        docId=p.get("docId", ""),
+        assetId=p.get("assetId") or p.get("docId", ""),
+        assetName=p.get("assetName") or p.get("docId", ""),
+        collection=collection,
+        content=content,
+        metadata={**metadata, "header": p.get("header", ""), "language": p.get("language")},
+        similarity=round(_cosine(hit.vector, question_vector), 6),
+        scores={"engine": round(hit.score, 6), "list_rank": hit.rank},
+    )
+
+
+def _merge_lists(per_collection: list[tuple[str, list[SearchHit]]], limit: int, qvec: list[float]) -> list[Chunk]:
+    """Several collections: scores of one list type are comparable, so merge by score."""
+    merged = sorted(((h, c) for c, hits in per_collection for h in hits), key=lambda hc: -hc[0].score)[:limit]
+    chunks = []
+    for rank, (hit, coll) in enumerate(merged, start=1):
+        chunk = to_chunk(hit, coll, qvec)
+        chunk["scores"]["list_rank"] = rank
+        chunks.append(chunk)
+    return chunks
+
+
+def _task_key(task: RetrieveTask) -> str:
+    return f"retrieve[{task['index']}]"
+
+
+@timed(_task_key)
+def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
+    ctx = context_of(runtime)
+    rag = task["rag"]
+    key = _task_key(task)
+    result = SearchResult(sub_query=task["sub_query"], kind=task["kind"], dense=[], lexical=[])
+    try:
+        policy = load_policy(ctx.policy_path)
+        res = get_resources(ctx)
+        analyzer = get_analyzer(policy)
+        filters = dict(rag.get("filters") or {})
+        if task["kind"] == "performance":
+            filters = {"docType": policy.section("retrieval").get("performance_doc_type", "performance")}
+        query_vector = res.embeddings.embed_query(task["sub_query"])
+        question_vector = res.embeddings.embed_query(task["question"])
+        sparse = analyzer.query_vector(task["sub_query"], rag.get("language", "en"))
+        limit = int(rag["profile"]["k"])
+        dense_lists, lexical_lists = [], []
+        for collection in rag["collections"]:
+            dense, lexical = res.index.search(collection, dense=query_vector, sparse=sparse, tenant=ctx.tenant,
+                                              filters=filters, limit=limit)
+            dense_lists.append((collection, dense))
+            lexical_lists.append((collection, lexical))
+        result["dense"] = _merge_lists(dense_lists, limit, question_vector)
+        result["lexical"] = _merge_lists(lexical_lists, limit, question_vector)
+    except TenantRequiredError as exc:
+        result["error"] = str(exc)
+    except Exception as exc:  # the engine or the embedder failed: record it, let the graph finish
+        result["error"] = f"{type(exc).__name__}: {exc}"
+    update: dict = {"hits": {key: result}}
+    if "error" in result:
+        update["errors"] = [f"{key} ({task['sub_query']!r}): {result['error']}"]
+    return update

@@ -1,0 +1,110 @@
+"""route_gate: decide from the policy whether and how this question may use retrieval.
+
+Produces the deterministic context record `rag` (enabled, intent, entity, collections, profile,
+filters, policy snapshot, error). Never raises: a missing or invalid policy, an empty question
+or a missing tenant disable retrieval with the reason in `rag.error`.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from langgraph.runtime import Runtime
+
+from graph.context import Context
+from graph.policy import Policy, PolicyError, load_policy
+from graph.state import RouteRecord, State
+from graph.text import count_phrases, detect_language, has_any_phrase
+from nodes.instrumentation import context_of, timed
+
+
+def infer_intent(question: str, policy: Policy) -> tuple[str | None, str]:
+    """The intent rule with the most keyword hits (first listed wins a tie), else the fallback."""
+    best, best_hits = None, 0
+    for rule in policy.routing.get("intent_rules", []) or []:
+        hits = sum(count_phrases(question, rule["keywords"]).values())
+        if hits > best_hits:
+            best, best_hits = rule["intent"], hits
+    if best:
+        return best, "rule"
+    return policy.routing.get("fallback_intent"), "fallback"
+
+
+def question_language(question: str, policy: Policy | None) -> str:
+    if policy is None:
+        return "en"
+    langs = policy.raw["languages"]
+    return detect_language(question, langs["markers"], langs.get("default", "en"))
+
+
+def policy_snapshot(policy: Policy, entity_spec: dict, intent: str | None) -> dict:
+    """The parts of the policy that decided this request, so a reader can audit it."""
+    routing = policy.routing
+    return {
+        "path": policy.path,
+        "version": policy.raw.get("version"),
+        "allow_intents": list(routing.get("allow_intents", [])),
+        "deny_intents": list(routing.get("deny_intents", [])),
+        "fallback_intent": routing.get("fallback_intent"),
+        "intent_filter": (routing.get("intent_filters") or {}).get(intent),
+        "route": entity_spec,
+    }
+
+
+@timed("route_gate")
+def route_gate(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = context_of(runtime)
+    question = (state.get("question") or "").strip()
+    request_id = state.get("request_id") or uuid.uuid4().hex
+    record: RouteRecord = {
+        "enabled": False, "question": question, "intent": state.get("intent"), "entity": state.get("entity"),
+        "collections": [], "filters": {}, "policy": {}, "performance_injection": False, "error": None,
+    }
+    policy: Policy | None = None
+    try:
+        policy = load_policy(ctx.policy_path)
+    except PolicyError as exc:
+        record["error"] = f"retrieval disabled: {exc}"
+        record["disabled_reason"] = "policy_invalid"
+    language = question_language(question, policy)
+    record["language"] = language
+    update = {"request_id": request_id, "question": question, "tenant": ctx.tenant, "language": language,
+              "history": state.get("history") or [], "rag": record}
+    if policy is None:
+        return update
+
+    intent = (state.get("intent") or "").strip() or None
+    source = "caller"
+    if intent is None:
+        intent, source = infer_intent(question, policy)
+    record["intent"], record["intent_source"] = intent, source
+
+    route = policy.entity_route(state.get("entity"))
+    profile = route.profile
+    record.update(
+        entity=route.entity,
+        collections=list(ctx.collections or route.collections),
+        profile={"name": profile.name, "k": ctx.k or profile.k, "min_score": profile.min_score,
+                 "max_context_chars": profile.max_context_chars},
+        max_chunks=ctx.top_n or route.max_chunks,
+        filters=dict((policy.routing.get("intent_filters") or {}).get(intent) or {}),
+        performance_injection=has_any_phrase(question, policy.section("retrieval").get("performance_keywords", [])),
+        policy=policy_snapshot(policy, {"entity": route.entity, "profile": profile.name,
+                                        "collections": list(route.collections), "max_chunks": route.max_chunks}, intent),
+    )
+
+    if not question:
+        record["error"], record["disabled_reason"] = "retrieval disabled: the question is empty", "empty_question"
+    elif not ctx.tenant or not str(ctx.tenant).strip():
+        record["error"] = "retrieval disabled: no tenant given (every search is restricted to the caller's tenant)"
+        record["disabled_reason"] = "no_tenant"
+    elif intent is None:
+        record["error"] = "retrieval disabled: no intent given, none inferred and no routing.fallback_intent"
+        record["disabled_reason"] = "no_intent"
+    else:
+        allowed, why = policy.intent_allowed(intent)
+        record["enabled"] = allowed
+        if not allowed:
+            record["error"] = f"retrieval disabled: {why}"
+            record["disabled_reason"] = "intent_denied" if intent in policy.routing.get("deny_intents", []) else "intent_unlisted"
+    return update
