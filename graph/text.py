@@ -93,9 +93,11 @@ class Analyzer:
     """Stemmed, stopword-free term ids, produced by the vector engine's own BM25 encoders so that
     the index, the reranker and the composer agree on what a "term" is."""
 
-    def __init__(self, analyzers: Mapping[str, str]):
+    def __init__(self, analyzers: Mapping[str, str], cache_size: int = 16384):
         self._languages = dict(analyzers)
         self._models: dict[str, Bm25] = {}
+        # The same chunk and sentence texts are analysed by rerank, compose and judge in one run.
+        self.terms = functools.lru_cache(maxsize=cache_size)(self._terms)  # type: ignore[method-assign]
 
     def model(self, lang: str) -> Bm25:
         name = self._languages.get(lang) or next(iter(self._languages.values()))
@@ -103,8 +105,8 @@ class Analyzer:
             self._models[name] = Bm25(Bm25Config(language=name))
         return self._models[name]
 
-    def terms(self, text: str, lang: str) -> set[int]:
-        return set(self.model(lang).embed_query(text).indices)
+    def _terms(self, text: str, lang: str) -> frozenset[int]:
+        return frozenset(self.model(lang).embed_query(text).indices)
 
     def query_vector(self, text: str, lang: str):
         return self.model(lang).embed_query(text)
@@ -112,9 +114,9 @@ class Analyzer:
     def document_vector(self, text: str, lang: str):
         return self.model(lang).embed_document(text)
 
-    def content_words(self, text: str, lang: str) -> list[tuple[str, set[int]]]:
+    def content_words(self, text: str, lang: str) -> list[tuple[str, frozenset[int]]]:
         """The surface words of `text` that carry a term (stopwords dropped), with their term ids."""
-        seen: dict[str, set[int]] = {}
+        seen: dict[str, frozenset[int]] = {}
         for w in words(text):
             key = w.casefold()
             if key in seen:

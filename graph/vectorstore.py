@@ -29,6 +29,7 @@ from qdrant_edge import (
     EdgeVectorParams,
     FieldCondition,
     Filter,
+    HasIdCondition,
     KeywordIndexParams,
     MatchAny,
     MatchValue,
@@ -90,7 +91,7 @@ class SearchHit:
     score: float
     rank: int
     payload: dict[str, Any]
-    vector: list[float] | None = None
+    similarity: float | None = None  # cosine to `similarity_to` (the original question), when asked
 
 
 def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None) -> Filter:
@@ -115,9 +116,10 @@ class VectorIndex(Protocol):
 
     def search(
         self, collection: str, *, dense: list[float], sparse: SparseVector, tenant: str,
-        filters: dict[str, Any] | None, limit: int,
+        filters: dict[str, Any] | None, limit: int, similarity_to: list[float] | None = None,
     ) -> tuple[list[SearchHit], list[SearchHit]]:
-        """Dense and lexical result lists, both gated, both with the chunks' dense vectors."""
+        """Dense and lexical result lists, both gated; with `similarity_to`, every hit also carries
+        its cosine similarity to that vector."""
 
     def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]: ...
 
@@ -196,17 +198,29 @@ class EdgeVectorIndex:
             shard.optimize()
 
     # --- reads ------------------------------------------------------------------------------
-    def search(self, collection, *, dense, sparse, tenant, filters, limit):
+    def search(self, collection, *, dense, sparse, tenant, filters, limit, similarity_to=None):
         gate = governance_filter(tenant, filters)  # raises before touching the engine
         shard = self._shard(collection)
         if shard is None:
             return [], []
-        common = dict(limit=limit, filter=gate, with_payload=True, with_vector=[DENSE])
+        # Rank first, without payloads; then fetch the payloads of the union once, and let the
+        # engine compute the similarity to the original question over just those ids (no vectors
+        # cross into Python). Every call carries the gate.
         dense_res, sparse_res = shard.query_batch(QueryBatchRequest([
-            QueryRequest(query=Query.Nearest(list(dense), using=DENSE), **common),
-            QueryRequest(query=Query.Nearest(sparse, using=SPARSE), **common),
+            QueryRequest(query=Query.Nearest(list(dense), using=DENSE), limit=limit, filter=gate, with_payload=False),
+            QueryRequest(query=Query.Nearest(sparse, using=SPARSE), limit=limit, filter=gate, with_payload=False),
         ]))
-        return _hits(dense_res), _hits(sparse_res)
+        ids = list(dict.fromkeys([p.id for p in dense_res] + [p.id for p in sparse_res]))
+        if not ids:
+            return [], []
+        payloads = {r.id: dict(r.payload or {}) for r in shard.retrieve(ids, with_payload=True, with_vector=False)}
+        similarity: dict[Any, float] = {}
+        if similarity_to is not None:
+            only_these = Filter(must=[*gate.must, HasIdCondition(set(ids))])
+            similarity = {p.id: float(p.score) for p in shard.query(QueryRequest(
+                query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids), filter=only_these,
+                with_payload=False))}
+        return _hits(dense_res, payloads, similarity), _hits(sparse_res, payloads, similarity)
 
     def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]:
         shard = self._shard(collection)
@@ -252,12 +266,10 @@ class EdgeVectorIndex:
             self._shards.clear()
 
 
-def _hits(points) -> list[SearchHit]:
-    out = []
-    for rank, p in enumerate(points, start=1):
-        vec = p.vector.get(DENSE) if isinstance(p.vector, dict) else None
-        out.append(SearchHit(point_id=str(p.id), score=float(p.score), rank=rank, payload=dict(p.payload or {}), vector=vec))
-    return out
+def _hits(points, payloads: dict, similarity: dict) -> list[SearchHit]:
+    return [SearchHit(point_id=str(p.id), score=float(p.score), rank=rank, payload=payloads.get(p.id, {}),
+                      similarity=similarity.get(p.id))
+            for rank, p in enumerate(points, start=1)]
 
 
 _indexes: dict[str, EdgeVectorIndex] = {}

@@ -8,7 +8,6 @@ performance chunks and renders their `performance_snapshot` as text.
 
 from __future__ import annotations
 
-import math
 
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -19,8 +18,6 @@ from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, RetrieveTask, SearchResult, State
 from graph.vectorstore import SearchHit, TenantRequiredError
 from nodes.instrumentation import context_of, timed
-
-SNIPPET_FIELDS = ("ctr", "cvr", "cpc", "roas", "period", "status")
 
 
 def fan_out(state: State) -> list[Send]:
@@ -53,16 +50,7 @@ def render_performance_snapshot(snapshot: dict) -> str:
     return f"{head}: {', '.join(parts)}{tail}."
 
 
-def _cosine(a: list[float] | None, b: list[float]) -> float:
-    if not a:
-        return 0.0
-    dot = sum(x * y for x, y in zip(a, b))
-    na = math.sqrt(sum(x * x for x in a))
-    nb = math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
-
-
-def to_chunk(hit: SearchHit, collection: str, question_vector: list[float]) -> Chunk:
+def to_chunk(hit: SearchHit, collection: str) -> Chunk:
     p = hit.payload
     metadata = dict(p.get("metadata") or {})
     content = p.get("text", "")
@@ -77,17 +65,17 @@ def to_chunk(hit: SearchHit, collection: str, question_vector: list[float]) -> C
         collection=collection,
         content=content,
         metadata={**metadata, "header": p.get("header", ""), "language": p.get("language")},
-        similarity=round(_cosine(hit.vector, question_vector), 6),
+        similarity=round(hit.similarity or 0.0, 6),  # cosine to the original question
         scores={"engine": round(hit.score, 6), "list_rank": hit.rank},
     )
 
 
-def _merge_lists(per_collection: list[tuple[str, list[SearchHit]]], limit: int, qvec: list[float]) -> list[Chunk]:
-    """Several collections: scores of one list type are comparable, so merge by score."""
+def merge_lists(per_collection: list[tuple[str, list[SearchHit]]], limit: int) -> list[Chunk]:
+    """One ranked list from several collections (scores of one list type are comparable)."""
     merged = sorted(((h, c) for c, hits in per_collection for h in hits), key=lambda hc: -hc[0].score)[:limit]
     chunks = []
     for rank, (hit, coll) in enumerate(merged, start=1):
-        chunk = to_chunk(hit, coll, qvec)
+        chunk = to_chunk(hit, coll)
         chunk["scores"]["list_rank"] = rank
         chunks.append(chunk)
     return chunks
@@ -117,11 +105,11 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         dense_lists, lexical_lists = [], []
         for collection in rag["collections"]:
             dense, lexical = res.index.search(collection, dense=query_vector, sparse=sparse, tenant=ctx.tenant,
-                                              filters=filters, limit=limit)
+                                              filters=filters, limit=limit, similarity_to=question_vector)
             dense_lists.append((collection, dense))
             lexical_lists.append((collection, lexical))
-        result["dense"] = _merge_lists(dense_lists, limit, question_vector)
-        result["lexical"] = _merge_lists(lexical_lists, limit, question_vector)
+        result["dense"] = merge_lists(dense_lists, limit)
+        result["lexical"] = merge_lists(lexical_lists, limit)
     except TenantRequiredError as exc:
         result["error"] = str(exc)
     except Exception as exc:  # the engine or the embedder failed: record it, let the graph finish
