@@ -68,6 +68,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     print(f"{report.collection}/{report.tenant}: {report.documents_seen} documents read, {report.documents_written} written "
           f"({report.chunks_written} chunks), {report.documents_unchanged} unchanged, {len(report.errors)} rejected "
           f"in {elapsed:.1f} s")
+    if report.errors and not (report.documents_written or report.documents_unchanged):
+        return 2  # nothing could be ingested
     return 1 if report.errors else 0
 
 

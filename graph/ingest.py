@@ -189,6 +189,9 @@ def chunk_text(text: str, chunk_tokens: int = CHUNK_TOKENS, overlap_tokens: int 
                     break
                 carry.insert(0, prev)
                 carried += k
+            # The overlap must still leave room for the sentence that opens the new chunk.
+            while carry and carried + n > max_words:
+                carried -= len(carry.pop(0)[1].split())
             current, size = carry, carried
         current.append(item)
         size += n
@@ -216,7 +219,8 @@ def header_for(doc: Document) -> str:
 
 
 def _normalise_metadata(doc: Document, tenant: str, defaults: dict[str, Any], report: IngestReport) -> dict[str, Any] | None:
-    meta = dict(doc.metadata)
+    # Front matter may hold YAML dates and other non-JSON values: store their text form.
+    meta = json.loads(json.dumps(doc.metadata, default=str))
     claimed = meta.pop(TENANT_FIELD, None)
     if claimed is not None and claimed != tenant:
         report.warnings.append(f"{doc.source}: metadata claims {TENANT_FIELD}={claimed!r}; stored under the ingesting tenant {tenant!r}")

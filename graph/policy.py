@@ -19,6 +19,13 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_POLICY_PATH = PROJECT_ROOT / "policies" / "rag.yaml"
 
 
+# Stemmers the engine's BM25 encoders know (qdrant-edge `Bm25Config(language=...)`).
+SNOWBALL_LANGUAGES = frozenset({
+    "arabic", "danish", "dutch", "english", "finnish", "french", "german", "greek", "hungarian",
+    "italian", "norwegian", "portuguese", "romanian", "russian", "spanish", "swedish", "turkish",
+})
+
+
 class PolicyError(ValueError):
     """The policy file is missing, unreadable or invalid."""
 
@@ -85,6 +92,10 @@ def _require(cond: bool, path: str, msg: str) -> None:
         raise _fail(path, msg)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
 
@@ -125,7 +136,7 @@ def validate_policy(raw: Any, path: str) -> Policy:
     for name, spec in [("default", rag["default"]), *entities.items()]:
         where = "rag.default" if name == "default" else f"rag.entities.{name}"
         _require(isinstance(spec, dict), path, f"{where} must be a mapping")
-        _require(spec.get("profile") in raw["profiles"], path, f"{where}.profile '{spec.get('profile')}' is not a defined profile")
+        _require(isinstance(spec.get("profile"), str) and spec["profile"] in raw["profiles"], path, f"{where}.profile '{spec.get('profile')}' is not a defined profile")
         _require(_is_str_list(spec.get("collections")) and spec["collections"], path, f"{where}.collections must be a non-empty list")
         _require(isinstance(spec.get("max_chunks"), int) and spec["max_chunks"] > 0, path, f"{where}.max_chunks must be a positive integer")
 
@@ -137,16 +148,30 @@ def validate_policy(raw: Any, path: str) -> Policy:
     lex = dec.get("lexicons")
     _require(isinstance(lex, dict) and lex, path, "decomposition.lexicons must map languages to word lists")
     for lang, words in lex.items():
+        _require(isinstance(words, dict), path, f"decomposition.lexicons.{lang} must map list names to word lists")
         for key in ("connectives", "complexity", "perspectives", "all_perspectives"):
             _require(_is_str_list(words.get(key, [])), path, f"decomposition.lexicons.{lang}.{key} must be a list of strings")
 
     thresholds = raw["judge"].get("thresholds")
     _require(isinstance(thresholds, dict) and {"ok", "block"} <= set(thresholds), path, "judge.thresholds needs 'ok' and 'block'")
+    _require(all(_is_number(thresholds[k]) for k in ("ok", "block")), path, "judge.thresholds.ok and .block must be numbers")
     _require(0 <= thresholds["block"] <= thresholds["ok"] <= 1, path, "judge.thresholds must satisfy 0 <= block <= ok <= 1")
 
     langs = raw["languages"]
     _require(isinstance(langs.get("markers"), dict) and langs["markers"], path, "languages.markers must map languages to word lists")
-    _require(isinstance(langs.get("analyzers"), dict) and langs["analyzers"], path, "languages.analyzers must map languages to stemmer names")
+    for lang, words in langs["markers"].items():
+        _require(_is_str_list(words), path, f"languages.markers.{lang} must be a list of words")
+    analyzers = langs.get("analyzers")
+    _require(isinstance(analyzers, dict) and analyzers, path, "languages.analyzers must map languages to stemmer names")
+    for lang, stemmer in analyzers.items():
+        _require(stemmer in SNOWBALL_LANGUAGES, path,
+                 f"languages.analyzers.{lang}: unknown stemmer {stemmer!r} (one of {', '.join(sorted(SNOWBALL_LANGUAGES))})")
+    for key in ("retrieval", "memory"):
+        _require(isinstance(raw.get(key, {}) or {}, dict), path, f"section '{key}' must be a mapping")
+    _require(_is_str_list(raw.get("retrieval", {}).get("performance_keywords", []) if isinstance(raw.get("retrieval"), dict) else []),
+             path, "retrieval.performance_keywords must be a list of strings")
+    for key in ("empty_closers", "action_words"):
+        _require(_is_str_list(raw["judge"].get(key, [])), path, f"judge.{key} must be a list of strings")
     return Policy(path=path, raw=raw)
 
 

@@ -45,10 +45,13 @@ def has_any_phrase(text: str, phrases: Iterable[str]) -> bool:
 
 
 def detect_language(text: str, markers: Mapping[str, Sequence[str]], default: str = "en") -> str:
-    """The language whose marker words occur most often in `text`; `default` on a tie."""
+    """The language whose marker words occur most often in `text`; `default` on a tie. A word listed
+    for several languages ("a", "do") says nothing and is ignored."""
     tokens = _WORD.findall(fold(text))
     best, best_hits = default, 0
-    scores = {lang: sum(1 for t in tokens if t in set(words)) for lang, words in markers.items()}
+    sets = {lang: {fold(w) for w in words} for lang, words in markers.items()}
+    shared = {w for lang, ws in sets.items() for other, os_ in sets.items() if other != lang for w in ws & os_}
+    scores = {lang: sum(1 for t in tokens if t in ws and t not in shared) for lang, ws in sets.items()}
     for lang, hits in scores.items():
         if hits > best_hits or (hits == best_hits and hits > 0 and lang == default):
             best, best_hits = lang, hits
@@ -57,7 +60,7 @@ def detect_language(text: str, markers: Mapping[str, Sequence[str]], default: st
 
 # --- sentences -----------------------------------------------------------------------------
 
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"”')\]]*\s+(?=[\"“(\[]?[A-ZÀ-ÖØ-Þ0-9•\-])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+_SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"”')\]]))\s+(?=[\"“(\[]?[A-ZÀ-ÖØ-Þ0-9•\-])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 _ABBREVIATIONS = frozenset({"sr.", "sra.", "dr.", "dra.", "e.g.", "i.e.", "nº.", "art.", "inc.", "ltd.", "vs.", "p.", "pp.", "no."})
 
 

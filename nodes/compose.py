@@ -147,11 +147,13 @@ def select_sentences(question_terms: set[int], language: str, chunks: list[Chunk
 
 
 def missing_terms(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer) -> list[str]:
-    """Content words of the question that no retrieved chunk contains."""
+    """Content words of the question that no retrieved chunk contains. Numbers are left out: echoed
+    back uncited, a year would read as an unsupported value."""
     present: set[int] = set()
     for c in chunks:
         present |= analyzer.terms(c["content"], language)
-    return [w for w, ids in analyzer.content_words(question, language) if not ids & present]
+    return [w for w, ids in analyzer.content_words(question, language)
+            if not ids & present and not any(ch.isdigit() for ch in w)]
 
 
 def build_suggestions(language: str, rag: dict, chunks: list[Chunk], missing: list[str], policy_allow: list[str]) -> list[str]:

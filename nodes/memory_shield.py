@@ -31,7 +31,7 @@ def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
     store = getattr(runtime, "store", None)
     if store is None:
         return {"memory": MemoryOutcome(saved=False, tag=None, key=key, reason="no store configured for this run")}
-    if not ctx.tenant:
+    if not ctx.tenant or not str(ctx.tenant).strip():
         return {"memory": MemoryOutcome(saved=False, tag=None, key=key, reason="no tenant: nothing is remembered")}
     try:
         ns_name = load_policy(ctx.policy_path).section("memory").get("namespace", "memory")

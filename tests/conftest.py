@@ -1,0 +1,187 @@
+"""Shared fixtures: the bundled samples ingested ONCE per session into a tmp home, a compiled graph,
+helpers to run questions and to build tmp policies.
+
+Nothing here writes to the repository or to ./.ragate: every Context gets an explicit tmp `home`,
+and RAGATE_HOME points at a tmp folder for any code path that builds a default Context.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "samples"
+TENANTS = ("acme", "globex")
+
+# Keep the environment from steering the code under test (a developer's RAGATE_TENANT, a policy
+# override, ...). Set before any Context is built.
+for _var in ("RAGATE_TENANT", "RAGATE_POLICY", "RAGATE_EMBEDDING_MODEL", "RAGATE_VECTOR_STORE"):
+    os.environ.pop(_var, None)
+
+# Import the package before any test module imports a node module: `import nodes.x` as the very
+# first import fails on a circular import (see test_readme_graph.py::test_node_modules_import_first).
+import graph  # noqa: E402,F401
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_default_home(tmp_path_factory):
+    """Any default Context() lands in a tmp folder, never in ./.ragate."""
+    home = tmp_path_factory.mktemp("default-home")
+    old = os.environ.get("RAGATE_HOME")
+    os.environ["RAGATE_HOME"] = str(home)
+    yield home
+    if old is None:
+        os.environ.pop("RAGATE_HOME", None)
+    else:
+        os.environ["RAGATE_HOME"] = old
+
+
+# --- sample corpus ----------------------------------------------------------------------------
+
+
+def load_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def sample_documents(tenant: str) -> dict[str, dict]:
+    """Every sample document of a tenant, by id (read straight from the files, not from the code)."""
+    docs: dict[str, dict] = {}
+    for f in sorted((SAMPLES / tenant).glob("*.jsonl")):
+        for d in load_jsonl(f):
+            docs[d["id"]] = d
+    return docs
+
+
+def is_servable(doc: dict) -> bool:
+    meta = doc.get("metadata") or {}
+    return meta.get("isApprovedForAI") is True and meta.get("status") in ("ready", "approved")
+
+
+@dataclass
+class Corpus:
+    home: Path
+    reports: dict[str, Any]
+    docs: dict[str, dict[str, dict]] = field(default_factory=dict)
+
+    def ids(self, tenant: str) -> set[str]:
+        return set(self.docs[tenant])
+
+    def servable_ids(self, tenant: str) -> set[str]:
+        return {i for i, d in self.docs[tenant].items() if is_servable(d)}
+
+    def gated_ids(self, tenant: str) -> set[str]:
+        return self.ids(tenant) - self.servable_ids(tenant)
+
+    def context(self, tenant: str | None = "acme", **kw):
+        from graph.context import Context
+
+        return Context(home=str(self.home), tenant=tenant, **kw)
+
+
+@pytest.fixture(scope="session")
+def corpus(tmp_path_factory) -> Corpus:
+    from graph.context import Context
+    from graph.ingest import ingest_path
+
+    home = tmp_path_factory.mktemp("ragate-home")
+    ctx = Context(home=str(home), tenant=None)
+    reports = {t: ingest_path(SAMPLES / t, collection="documents", tenant=t, context=ctx) for t in TENANTS}
+    return Corpus(home=home, reports=reports, docs={t: sample_documents(t) for t in TENANTS})
+
+
+# --- running the graph ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def compiled():
+    """A compiled graph without a store (memory_shield then saves nothing)."""
+    from graph.graph import compile_graph
+
+    return compile_graph()
+
+
+@pytest.fixture
+def ask(corpus, compiled):
+    """ask(question, tenant="acme", **input) -> final state, against the session corpus."""
+
+    def _ask(question: str, tenant: str | None = "acme", *, graph=None, context=None, **payload):
+        ctx = context or corpus.context(tenant)
+        return (graph or compiled).invoke({"question": question, **payload}, context=ctx)
+
+    return _ask
+
+
+def runtime_for(ctx) -> SimpleNamespace:
+    """What a node reads from LangGraph's Runtime: `.context` (and `.store`)."""
+    return SimpleNamespace(context=ctx, store=None)
+
+
+# --- policies ---------------------------------------------------------------------------------
+
+
+def default_policy_raw() -> dict:
+    from graph.policy import DEFAULT_POLICY_PATH
+
+    with open(DEFAULT_POLICY_PATH, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+@pytest.fixture
+def write_policy(tmp_path):
+    """write_policy(mutate) -> path of a copy of the default policy changed by `mutate(raw)`."""
+    counter = {"n": 0}
+
+    def _write(mutate=None, *, text: str | None = None) -> Path:
+        counter["n"] += 1
+        path = tmp_path / f"policy-{counter['n']}.yaml"
+        if text is not None:
+            path.write_text(text, encoding="utf-8")
+            return path
+        raw = copy.deepcopy(default_policy_raw())
+        if mutate:
+            mutate(raw)
+        path.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False), encoding="utf-8")
+        return path
+
+    return _write
+
+
+# --- phrasing ---------------------------------------------------------------------------------
+
+
+def template_regex(template: str) -> re.Pattern[str]:
+    """A prompts/deterministic.yaml template as a regex: literal text, any text for {placeholders}."""
+    parts = re.split(r"\{[a-z_]+\}", template)
+    return re.compile("^" + "(.+?)".join(re.escape(p) for p in parts) + "$", re.S)
+
+
+def matches_phrase(text: str, language: str, key: str) -> bool:
+    from graph.prompts import phrases
+
+    return bool(template_regex(phrases(language)[key]).match(text))
+
+
+def suggestion_language(text: str) -> set[str]:
+    """Languages whose suggestion_* templates match `text`."""
+    from graph.prompts import phrases
+
+    out = set()
+    for lang in ("pt", "en"):
+        for key, tpl in phrases(lang).items():
+            if key.startswith("suggestion_") and isinstance(tpl, str) and template_regex(tpl).match(text):
+                out.add(lang)
+    return out
+
+
+def dump_state(state: dict) -> str:
+    return json.dumps(state, ensure_ascii=False, default=str)

@@ -1,0 +1,315 @@
+"""compose (coverage, language, citations, suggestions), judge (invented numbers and citations) and
+memory_shield (only vetted answers are remembered, by tenant)."""
+
+from __future__ import annotations
+
+import pytest
+from langgraph.runtime import Runtime
+from langgraph.store.memory import InMemoryStore
+
+from conftest import matches_phrase, runtime_for, suggestion_language
+from graph.context import Context
+from graph.graph import compile_graph
+from graph.policy import load_policy
+from graph.prompts import phrases
+from graph.text import citations_in, detect_language, extract_values, value_pool, value_supported
+from nodes.compose import compose, coverage_level
+from nodes.judge import decide, deterministic_verdict
+from nodes.memory_shield import memory_namespace
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return load_policy()
+
+
+@pytest.fixture(scope="module")
+def cfg(policy):
+    return policy.section("compose")
+
+
+def mk(doc: str, score: float, n: int = 0, content: str = "", **meta) -> dict:
+    return {"id": f"{doc}#{n}", "docId": doc, "assetId": doc, "assetName": doc.title(), "rerankScore": score,
+            "content": content or f"Content of {doc}.", "metadata": {"language": "en", **meta}, "scores": {}}
+
+
+# --- coverage levels --------------------------------------------------------------------------
+
+
+def test_coverage_high(cfg):
+    high = cfg["coverage"]["high"]
+    m = high["min_mean_score"]
+    chunks = [mk(f"d{i}", m + 0.05) for i in range(high["min_docs"])]
+    assert coverage_level(chunks, cfg) == "high"
+
+
+def test_coverage_high_needs_enough_docs(cfg):
+    high, medium = cfg["coverage"]["high"], cfg["coverage"]["medium"]
+    chunks = [mk(f"d{i}", 0.99) for i in range(high["min_docs"] - 1)]
+    assert len(chunks) >= medium["min_docs"]
+    assert coverage_level(chunks, cfg) == "medium"
+
+
+def test_coverage_high_needs_mean_score(cfg):
+    high = cfg["coverage"]["high"]
+    chunks = [mk(f"d{i}", high["min_mean_score"] - 0.02) for i in range(high["min_docs"] + 1)]
+    assert coverage_level(chunks, cfg) == "medium"
+
+
+def test_coverage_medium(cfg):
+    medium = cfg["coverage"]["medium"]
+    chunks = [mk(f"d{i}", medium["min_mean_score"] + 0.01) for i in range(medium["min_docs"])]
+    assert coverage_level(chunks, cfg) == "medium"
+
+
+def test_coverage_low_when_mean_below_medium(cfg):
+    medium = cfg["coverage"]["medium"]
+    floor = cfg["relevance_floor"]
+    score = (floor + medium["min_mean_score"]) / 2
+    chunks = [mk(f"d{i}", score) for i in range(5)]
+    assert coverage_level(chunks, cfg) == "low"
+
+
+def test_coverage_low_with_one_relevant_doc(cfg):
+    assert coverage_level([mk("only", 0.99)], cfg) == "low"
+
+
+def test_coverage_counts_documents_not_chunks(cfg):
+    chunks = [mk("same", 0.99, n) for n in range(5)]
+    assert coverage_level(chunks, cfg) == "low"
+
+
+def test_coverage_none_below_relevance_floor(cfg):
+    floor = cfg["relevance_floor"]
+    assert coverage_level([mk(f"d{i}", floor - 0.01) for i in range(4)], cfg) == "none"
+    assert coverage_level([], cfg) == "none"
+
+
+def test_irrelevant_chunks_do_not_drag_the_mean_down(cfg):
+    high = cfg["coverage"]["high"]
+    chunks = [mk(f"d{i}", 0.9) for i in range(high["min_docs"])] + [mk("noise", cfg["relevance_floor"] - 0.01)]
+    assert coverage_level(chunks, cfg) == "high"
+
+
+# --- compose through the graph ----------------------------------------------------------------
+
+
+UNANSWERABLE = [("Qual a cor favorita do gato do presidente?", "pt"),
+                ("What is the CEO's favourite football team?", "en")]
+
+
+@pytest.mark.parametrize(("question", "lang"), UNANSWERABLE)
+def test_unanswerable_question_gives_none_and_three_suggestions_in_its_language(ask, question, lang):
+    state = ask(question)
+    assert state["language"] == lang
+    assert state["coverage_level"] == "none"
+    s = state["suggestions"]
+    assert len(s) == 3 and len(set(s)) == 3
+    assert all(suggestion_language(x) == {lang} for x in s), s
+    assert state["citations_used"] == []
+    assert matches_phrase(state["answer"], lang, "missing") or matches_phrase(state["answer"], lang,
+                                                                               "missing_generic")
+
+
+@pytest.mark.parametrize(("question", "lang"), [
+    ("Quanto cresceram as vendas de inverno em 2025?", "pt"),
+    ("Qual é o prazo médio de entrega do e-commerce no Nordeste?", "pt"),
+    ("What is Acme's online return rate and the main reason for returns?", "en"),
+    ("Which region grew fastest in the first half of 2025?", "en"),
+])
+def test_answer_framing_follows_question_language(ask, question, lang):
+    state = ask(question)
+    other = "en" if lang == "pt" else "pt"
+    assert state["language"] == lang
+    assert state["answer"].startswith(phrases(lang)["intro"])
+    assert phrases(other)["intro"] not in state["answer"]
+
+
+@pytest.mark.parametrize("question", [
+    "Quanto cresceram as vendas de inverno em 2025?",
+    "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?",
+    "What were the ROAS and CPC of the Google Performance Max campaign?",
+    "Qual foi o ROAS da campanha no TikTok e como otimizar o CPC?",
+])
+def test_every_citation_was_retrieved(ask, question):
+    state = ask(question)
+    retrieved = {c["docId"] for c in state["reranked"]}
+    assert state["citations_used"], "an answerable question gets citations"
+    assert set(state["citations_used"]) <= retrieved
+    assert set(citations_in(state["answer"])) <= retrieved
+    assert state["coverage_level"] in ("high", "medium", "low")
+
+
+def test_answerable_question_has_no_suggestions_unless_coverage_is_low(ask):
+    state = ask("Quanto cresceram as vendas de inverno em 2025?")
+    if state["coverage_level"] in ("high", "medium"):
+        assert state["suggestions"] == []
+    else:
+        assert len(state["suggestions"]) == 3
+
+
+def test_compose_node_without_chunks_says_what_is_missing(tmp_path):
+    ctx = Context(home=str(tmp_path), tenant="acme")
+    rag = {"enabled": True, "language": "en", "collections": ["documents"], "intent_source": "rule"}
+    out = compose({"question": "What is the CEO's favourite football team?", "rag": rag, "reranked": [],
+                   "language": "en"}, runtime_for(ctx))
+    assert out["coverage_level"] == "none"
+    assert matches_phrase(out["answer"], "en", "missing")
+    assert "football" in out["answer"]
+    assert len(out["suggestions"]) == 3
+
+
+# --- judge ------------------------------------------------------------------------------------
+
+SOURCE = "Winter sales grew 7.9% in 2025, reaching R$ 118,4 million across 412 stores."
+
+
+def judged(policy, answer: str, chunks=None, coverage="low", language="en") -> dict:
+    chunks = chunks if chunks is not None else [mk("doc-a", 0.8, content=SOURCE)]
+    return deterministic_verdict({"answer": answer, "reranked": chunks, "language": language,
+                                  "coverage_level": coverage}, policy)
+
+
+def test_invented_number_blocks(policy):
+    pool = value_pool([SOURCE])
+    assert not value_supported(extract_values("31.5%")[0][1], pool)
+    v = judged(policy, "Winter sales grew 31.5% in 2025 [doc-a].")
+    assert v["scores"]["groundedness"] < 0.3
+    assert v["final_decision"] == "BLOCK"
+    assert any("31.5%" in c["unsupported_values"] for c in v["checks"])
+
+
+def test_invented_citation_is_caught(policy):
+    v = judged(policy, "Winter sales grew 7.9% in 2025 [doc-invented].")
+    assert any(c["unknown_citations"] == ["doc-invented"] for c in v["checks"])
+    assert v["scores"]["groundedness"] <= policy.section("judge")["invented_citation_groundedness"]
+    assert v["final_decision"] == "BLOCK"
+
+
+def test_value_cited_to_the_wrong_document_is_unsupported(policy):
+    chunks = [mk("doc-a", 0.8, content=SOURCE), mk("doc-b", 0.8, content="Returns fell to 9.8% in 2025.")]
+    v = judged(policy, "Winter sales grew 7.9% in 2025 [doc-b].", chunks)
+    assert v["final_decision"] == "BLOCK"
+
+
+def test_faithful_extractive_answer_is_not_blocked(policy):
+    v = judged(policy, f"{phrases('en')['intro']}\n\n{SOURCE[:-1]} [doc-a].", coverage="medium")
+    assert v["final_decision"] != "BLOCK"
+    assert v["scores"]["groundedness"] >= policy.section("judge")["thresholds"]["ok"]
+    assert all(c["supported"] for c in v["checks"])
+
+
+def test_same_value_in_other_notation_is_supported(policy):
+    # "R$ 118.400.000" is "R$ 118,4 million" written out
+    v = judged(policy, "Winter sales reached R$ 118.400.000 in 2025 [doc-a].", coverage="medium")
+    assert v["checks"][0]["unsupported_values"] == []
+
+
+def test_decide_thresholds():
+    t = {"ok": 0.8, "block": 0.5}
+    assert decide({"a": 0.9, "b": 0.8}, t) == "OK"
+    assert decide({"a": 0.9, "b": 0.79}, t) == "WARNING"
+    assert decide({"a": 0.9, "b": 0.49}, t) == "BLOCK"
+
+
+def test_honest_no_answer_to_question_with_a_year_is_not_blocked(policy, tmp_path):
+    ctx = Context(home=str(tmp_path), tenant="acme")
+    rag = {"enabled": True, "language": "en", "collections": ["documents"], "intent_source": "rule"}
+    question = "Who won the football cup in 2019?"
+    out = compose({"question": question, "rag": rag, "reranked": [], "language": "en"}, runtime_for(ctx))
+    assert out["coverage_level"] == "none"
+    verdict = deterministic_verdict({**out, "reranked": [], "language": "en"}, policy)
+    assert verdict["final_decision"] == "WARNING"
+
+
+# --- BLOCK -> safe_response -> nothing remembered ---------------------------------------------
+
+INVENTED = "987,65%"
+
+
+def compose_with_invented_number(state, runtime: Runtime[Context]):
+    update = compose(state, runtime)
+    doc = (update["citations_used"] or [state["reranked"][0]["docId"]])[0]
+    update["answer"] += f"\n- As vendas cresceram {INVENTED} no período [{doc}]."
+    return update
+
+
+def test_block_verdict_gives_safe_response_and_is_never_remembered(corpus):
+    store = InMemoryStore()
+    graph = compile_graph(store=store, nodes={"compose": compose_with_invented_number})
+    ctx = corpus.context("acme")
+    state = graph.invoke({"question": "Quanto cresceram as vendas de inverno em 2025?"}, context=ctx)
+
+    pool = value_pool(c["content"] for c in state["reranked"])
+    assert not value_supported(extract_values(INVENTED)[0][1], pool), "the number really is invented"
+    assert state["verdict"]["final_decision"] == "BLOCK"
+    assert state["verdict"]["scores"]["groundedness"] < 0.3
+    assert INVENTED in state["blocked_answer"]
+    # the safe response, in Portuguese, replaced the answer
+    assert state["answer"].startswith(phrases("pt")["safe_intro"])
+    assert detect_language(state["answer"], load_policy().raw["languages"]["markers"]) == "pt"
+    assert state["citations_used"] == []
+    assert f"«{INVENTED}»" in state["answer"]  # named as unconfirmed, not asserted
+    # nothing remembered
+    assert state["memory"]["saved"] is False
+    assert store.search(memory_namespace("acme")) == []
+    assert store.search(("ragate",)) == []
+
+
+def test_ok_verdict_is_remembered_under_tenant_namespace(corpus):
+    store = InMemoryStore()
+    graph = compile_graph(store=store)
+    state = graph.invoke({"question": "Quanto cresceram as vendas de inverno em 2025?", "request_id": "req-ok"},
+                         context=corpus.context("acme"))
+    assert state["verdict"]["final_decision"] == "OK"
+    assert state["memory"]["saved"] is True and state["memory"]["tag"] is None
+    item = store.get(("ragate", "memory", "acme"), "req-ok")
+    assert item is not None
+    assert item.value["answer"] == state["answer"]
+    assert item.value["final_decision"] == "OK" and item.value["tags"] == []
+    assert store.search(("ragate", "memory", "globex")) == []
+
+
+def test_warning_verdict_is_remembered_with_warning_tag(corpus):
+    store = InMemoryStore()
+    graph = compile_graph(store=store)
+    state = graph.invoke({"question": "What is the CEO's favourite football team?", "request_id": "req-warn"},
+                         context=corpus.context("acme"))
+    assert state["coverage_level"] == "none"
+    assert state["verdict"]["final_decision"] == "WARNING"
+    assert state["memory"]["saved"] is True and state["memory"]["tag"] == "warning"
+    item = store.get(("ragate", "memory", "acme"), "req-warn")
+    assert item.value["tags"] == ["warning"] and item.value["final_decision"] == "WARNING"
+
+
+def test_memory_is_namespaced_by_tenant(corpus):
+    store = InMemoryStore()
+    graph = compile_graph(store=store)
+    q = "What is the CEO's favourite football team?"
+    graph.invoke({"question": q, "request_id": "a1"}, context=corpus.context("acme"))
+    graph.invoke({"question": q, "request_id": "g1"}, context=corpus.context("globex"))
+    assert [i.key for i in store.search(("ragate", "memory", "acme"))] == ["a1"]
+    assert [i.key for i in store.search(("ragate", "memory", "globex"))] == ["g1"]
+
+
+def test_no_store_means_nothing_saved(ask):
+    state = ask("What is the CEO's favourite football team?")
+    assert state["memory"]["saved"] is False
+
+
+def test_no_tenant_means_nothing_remembered(tmp_path):
+    store = InMemoryStore()
+    state = compile_graph(store=store).invoke({"question": "What is the CEO's favourite football team?"},
+                                              context=Context(home=str(tmp_path), tenant=None))
+    assert state["rag"]["disabled_reason"] == "no_tenant"
+    assert state["memory"]["saved"] is False
+    assert store.search(("ragate",)) == []
+
+
+def test_blank_tenant_means_nothing_remembered(tmp_path):
+    store = InMemoryStore()
+    state = compile_graph(store=store).invoke({"question": "What is the CEO's favourite football team?"},
+                                              context=Context(home=str(tmp_path), tenant="   "))
+    assert state["rag"]["disabled_reason"] == "no_tenant"
+    assert state["memory"]["saved"] is False
+    assert store.search(("ragate",)) == []

@@ -1,0 +1,318 @@
+"""route_gate and the policy: allow / deny / unlisted intents, intent inference, fallback, broken
+policies (which must disable retrieval without ever crashing the graph) and the tenant gate."""
+
+from __future__ import annotations
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from conftest import matches_phrase, runtime_for
+from graph.context import Context
+from graph.graph import compile_graph
+from graph.policy import PolicyError, load_policy
+from graph.prompts import phrases
+from graph.vectorstore import GATE_FIELDS, TenantRequiredError, governance_filter
+from nodes.route_gate import infer_intent, route_gate
+
+
+def gate(question: str, ctx: Context, **payload) -> dict:
+    """Run the route_gate node alone; returns its `rag` record."""
+    return route_gate({"question": question, **payload}, runtime_for(ctx))["rag"]
+
+
+@pytest.fixture
+def ctx(tmp_path):
+    return Context(home=str(tmp_path / "home"), tenant="acme")
+
+
+# --- allow / deny / unlisted ------------------------------------------------------------------
+
+
+def test_allowed_intent_enables_retrieval_with_route_details(ctx):
+    rag = gate("Quanto cresceram as vendas de inverno em 2025?", ctx, intent="sales")
+    policy = load_policy(ctx.policy_path)
+    assert rag["enabled"] is True
+    assert rag["error"] is None
+    assert rag["intent"] == "sales" and rag["intent_source"] == "caller"
+    assert rag["collections"] == list(policy.raw["rag"]["default"]["collections"])
+    assert rag["profile"]["k"] == policy.raw["profiles"][policy.raw["rag"]["default"]["profile"]]["k"]
+    assert rag["policy"]["allow_intents"] == policy.routing["allow_intents"]
+    assert "disabled_reason" not in rag
+
+
+def test_allowed_intent_via_compiled_graph_retrieves(ask):
+    state = ask("Quanto cresceram as vendas de inverno em 2025?", intent="sales")
+    assert state["rag"]["enabled"] is True
+    assert state["hits"], "an allowed intent must reach the retrieve branches"
+    assert state["reranked"]
+
+
+def test_denied_intent_disables_retrieval(ctx):
+    rag = gate("Oi, tudo bem?", ctx, intent="smalltalk")
+    assert rag["enabled"] is False
+    assert rag["disabled_reason"] == "intent_denied"
+    assert "deny_intents" in rag["error"]
+
+
+def test_deny_wins_when_intent_is_in_both_lists(ctx, write_policy):
+    def both(raw):
+        raw["routing"]["allow_intents"].append("smalltalk")
+        assert "smalltalk" in raw["routing"]["deny_intents"]
+
+    ctx.policy_path = str(write_policy(both))
+    rag = gate("Oi, tudo bem?", ctx, intent="smalltalk")
+    assert rag["enabled"] is False
+    assert rag["disabled_reason"] == "intent_denied"
+
+
+def test_unlisted_intent_is_off_with_clear_error(ctx):
+    rag = gate("Qual o signo do fundador?", ctx, intent="astrology")
+    assert rag["enabled"] is False
+    assert rag["disabled_reason"] == "intent_unlisted"
+    assert "astrology" in rag["error"] and "allow_intents" in rag["error"]
+
+
+def test_unlisted_intent_via_graph_answers_that_retrieval_is_off(compiled, tmp_path):
+    ctx = Context(home=str(tmp_path / "home"), tenant="acme")
+    state = compiled.invoke({"question": "What is the horoscope for Acme?", "intent": "astrology"}, context=ctx)
+    assert state["rag"]["disabled_reason"] == "intent_unlisted"
+    assert "hits" not in state or not state["hits"]
+    assert matches_phrase(state["answer"], "en", "retrieval_disabled")
+    assert "astrology" in state["answer"]
+    assert state["coverage_level"] == "none"
+    # the suggestions point at an allowed intent
+    allowed = load_policy(ctx.policy_path).routing["allow_intents"]
+    assert any(a in " ".join(state["suggestions"]) for a in allowed)
+
+
+def test_fallback_intent_outside_allow_list_is_unlisted(ctx, write_policy):
+    ctx.policy_path = str(write_policy(lambda raw: raw["routing"].__setitem__("fallback_intent", "misc")))
+    rag = gate("Conte algo interessante sobre a empresa", ctx)
+    assert rag["intent"] == "misc" and rag["intent_source"] == "fallback"
+    assert rag["disabled_reason"] == "intent_unlisted"
+
+
+def test_no_intent_and_no_fallback_disables_retrieval(ctx, write_policy):
+    ctx.policy_path = str(write_policy(lambda raw: raw["routing"].__setitem__("fallback_intent", None)))
+    rag = gate("Conte algo interessante sobre a empresa", ctx)
+    assert rag["intent"] is None
+    assert rag["enabled"] is False and rag["disabled_reason"] == "no_intent"
+
+
+def test_empty_question_disables_retrieval(ctx):
+    rag = gate("   ", ctx)
+    assert rag["enabled"] is False and rag["disabled_reason"] == "empty_question"
+
+
+# --- intent inference -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "intent"),
+    [
+        ("Qual foi o ROAS da campanha e o CPC médio?", "performance"),
+        ("What did the court decide in the lawsuit?", "legal"),
+        ("Quantos seguidores temos no Instagram?", "social"),
+        ("Qual foi o faturamento e a margem do trimestre?", "sales"),
+        ("Bom dia! Tudo bem?", "smalltalk"),
+    ],
+)
+def test_intent_inferred_from_keyword_rules(ctx, question, intent):
+    rag = gate(question, ctx)
+    assert rag["intent"] == intent
+    assert rag["intent_source"] == "rule"
+
+
+def test_intent_rule_with_most_hits_wins(ctx):
+    # one "legal" keyword (processo) vs two "social" keywords (instagram, seguidores)
+    intent, source = infer_intent("O processo afetou o Instagram e os seguidores?", load_policy(ctx.policy_path))
+    assert (intent, source) == ("social", "rule")
+
+
+def test_intent_rule_tie_goes_to_first_listed(ctx):
+    policy = load_policy(ctx.policy_path)
+    order = [r["intent"] for r in policy.routing["intent_rules"]]
+    assert order.index("legal") < order.index("social")
+    intent, _ = infer_intent("O processo no Instagram", policy)  # one hit each
+    assert intent == "legal"
+
+
+def test_keywords_match_on_word_boundaries_only(ctx):
+    # "oi" (smalltalk) inside "Oito", "roas" inside "Roastery": no rule matches -> fallback
+    policy = load_policy(ctx.policy_path)
+    intent, source = infer_intent("Oito cafés da Roastery abriram", policy)
+    assert source == "fallback" and intent == policy.routing["fallback_intent"]
+
+
+def test_fallback_intent_when_no_rule_matches(ctx):
+    rag = gate("Conte algo interessante sobre a empresa", ctx)
+    assert rag["intent_source"] == "fallback"
+    assert rag["intent"] == load_policy(ctx.policy_path).routing["fallback_intent"]
+    assert rag["enabled"] is True
+
+
+def test_caller_intent_overrides_rules(ctx):
+    rag = gate("Qual foi o ROAS da campanha?", ctx, intent="marketing")
+    assert rag["intent"] == "marketing" and rag["intent_source"] == "caller"
+
+
+def test_intent_filter_from_policy_is_attached(ctx):
+    rag = gate("Quantos seguidores temos no Instagram?", ctx)
+    assert rag["filters"] == load_policy(ctx.policy_path).routing["intent_filters"]["social"]
+
+
+# --- broken policies --------------------------------------------------------------------------
+
+
+def test_missing_policy_file_raises_policy_error(tmp_path):
+    with pytest.raises(PolicyError, match="file not found"):
+        load_policy(tmp_path / "nope.yaml")
+
+
+def test_invalid_yaml_raises_policy_error(write_policy):
+    path = write_policy(text="routing: [unclosed\n  allow: {")
+    with pytest.raises(PolicyError, match="not valid YAML"):
+        load_policy(path)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda r: r["profiles"]["default"].__setitem__("k", "x"), "profiles.default.k"),
+        (lambda r: r["rag"]["default"].__setitem__("profile", "ghost"), "rag.default.profile"),
+        (lambda r: r["decomposition"].__setitem__("max_subqueries", 9), "decomposition.max_subqueries"),
+        (lambda r: r["routing"].__setitem__("allow_intents", "knowledge"), "routing.allow_intents"),
+        (lambda r: r["judge"].__setitem__("thresholds", {"ok": 0.3, "block": 0.6}), "judge.thresholds"),
+        (lambda r: r.pop("languages"), "languages"),
+        (lambda r: r["languages"]["analyzers"].__setitem__("pt", "klingon"), "languages.analyzers.pt"),
+        (lambda r: r.__setitem__("retrieval", ["ctr"]), "retrieval"),
+        (lambda r: r["judge"].__setitem__("empty_closers", "bye"), "judge.empty_closers"),
+    ],
+    ids=["k-not-a-number", "unknown-profile", "too-many-subqueries", "allow-not-a-list", "block-above-ok",
+         "missing-section", "unknown-stemmer", "retrieval-not-a-mapping", "closers-not-a-list"],
+)
+def test_bad_field_raises_policy_error_naming_it(write_policy, mutate, field):
+    path = write_policy(mutate)
+    with pytest.raises(PolicyError) as info:
+        load_policy(path)
+    assert field in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def _assert_well_formed_disabled(state: dict, language: str) -> None:
+    assert state["rag"]["enabled"] is False
+    assert state["rag"]["error"]
+    assert state["rag"]["disabled_reason"] == "policy_invalid"
+    assert matches_phrase(state["answer"], language, "retrieval_disabled")
+    assert state["coverage_level"] == "none"
+    assert len(state["suggestions"]) == 3 and len(set(state["suggestions"])) == 3
+    assert state["verdict"]["final_decision"] in ("OK", "WARNING", "BLOCK")
+    assert state["citations_used"] == []
+    assert "hits" not in state or not state["hits"]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda wp, tmp: tmp / "missing.yaml",
+        lambda wp, tmp: wp(text="routing: [unclosed\n"),
+        lambda wp, tmp: wp(lambda r: r["profiles"]["default"].__setitem__("k", "x")),
+        lambda wp, tmp: wp(lambda r: r["rag"]["default"].__setitem__("profile", "ghost")),
+        lambda wp, tmp: wp(text="just a string\n"),
+    ],
+    ids=["missing-file", "invalid-yaml", "bad-k", "unknown-profile", "not-a-mapping"],
+)
+def test_broken_policy_graph_returns_well_formed_result(write_policy, tmp_path, make):
+    path = make(write_policy, tmp_path)
+    ctx = Context(home=str(tmp_path / "home"), tenant="acme", policy_path=str(path))
+    graph = compile_graph(store=InMemoryStore())
+    state = graph.invoke({"question": "What does the winter playbook recommend?"}, context=ctx)
+    _assert_well_formed_disabled(state, "en")
+    assert str(path) in state["rag"]["error"]
+
+
+# Fields that are wrong in a valid YAML file, where validation lets a non-PolicyError escape (or
+# lets the field through) and the graph then raises instead of disabling retrieval.
+_ESCAPING_FIELDS = [
+    pytest.param(lambda r: r["rag"]["default"].__setitem__("profile", ["default"]), "rag.default.profile"),
+    pytest.param(lambda r: r["decomposition"]["lexicons"].__setitem__("pt", ["e", "ou"]), "decomposition.lexicons.pt"),
+    pytest.param(lambda r: r["judge"].__setitem__("thresholds", {"ok": "high", "block": 0.5}), "judge.thresholds"),
+    pytest.param(lambda r: r["languages"]["markers"].__setitem__("pt", 5), "languages.markers"),
+]
+
+
+@pytest.mark.parametrize(("mutate", "field"), _ESCAPING_FIELDS,
+                         ids=["profile-list", "lexicon-list", "threshold-str", "markers-int"])
+def test_bad_field_type_is_a_policy_error_and_graph_survives(write_policy, tmp_path, mutate, field):
+    path = write_policy(mutate)
+    with pytest.raises(PolicyError, match=field.replace(".", r"\.")):
+        load_policy(path)
+    ctx = Context(home=str(tmp_path / "home"), tenant="acme", policy_path=str(path))
+    state = compile_graph(store=InMemoryStore()).invoke({"question": "What does the playbook recommend?"},
+                                                        context=ctx)
+    _assert_well_formed_disabled(state, "en")
+
+
+def test_policy_is_reloaded_when_the_file_changes(write_policy):
+    path = write_policy()
+    assert load_policy(path).routing["fallback_intent"] == "knowledge"
+    text = path.read_text(encoding="utf-8").replace("fallback_intent: knowledge", "fallback_intent: news")
+    path.write_text(text + "\n# changed\n", encoding="utf-8")
+    assert load_policy(path).routing["fallback_intent"] == "news"
+
+
+# --- the tenant gate --------------------------------------------------------------------------
+
+
+def test_no_tenant_disables_retrieval_in_node(tmp_path):
+    rag = gate("Quanto cresceram as vendas de inverno em 2025?", Context(home=str(tmp_path), tenant=None))
+    assert rag["enabled"] is False and rag["disabled_reason"] == "no_tenant"
+
+
+def test_no_tenant_graph_does_not_search(ask):
+    state = ask("Quanto cresceram as vendas de inverno em 2025?", tenant=None)
+    assert state["rag"]["disabled_reason"] == "no_tenant"
+    assert not state.get("hits") and not state.get("reranked")
+    assert matches_phrase(state["answer"], "pt", "retrieval_disabled")
+    assert phrases("pt")["reasons"]["no_tenant"] in state["answer"]
+
+
+@pytest.mark.parametrize("tenant", [None, "", "   "])
+def test_governance_filter_requires_a_tenant(tenant):
+    with pytest.raises(TenantRequiredError):
+        governance_filter(tenant)
+
+
+@pytest.mark.parametrize("field", sorted(GATE_FIELDS))
+def test_governance_filter_refuses_extra_filter_on_gate_field(field):
+    with pytest.raises(ValueError, match=field):
+        governance_filter("acme", {field: "globex" if field == "brandId" else "true"})
+
+
+def test_governance_filter_refuses_unknown_field_but_accepts_filterable():
+    with pytest.raises(ValueError):
+        governance_filter("acme", {"sourceUrl": "x"})
+    flt = governance_filter("acme", {"docType": "legal"})
+    assert len(flt.must) == 4
+
+
+def test_policy_intent_filter_on_tenant_field_cannot_widen_search(ask, corpus, write_policy):
+    """A policy that tries to filter on brandId gets its searches refused, never another tenant's chunks."""
+    path = write_policy(lambda r: r["routing"]["intent_filters"].__setitem__("sales", {"brandId": "globex"}))
+    ctx = corpus.context("acme", policy_path=str(path))
+    state = ask("How much did sales grow in Q1 2026?", context=ctx, intent="sales")
+    assert state["rag"]["filters"] == {"brandId": "globex"}
+    assert any("brandId" in e for e in state["errors"])
+    assert not state["reranked"]
+    assert "globex" not in " ".join(c["docId"] for r in state["hits"].values() for c in r["dense"] + r["lexical"])
+
+
+def test_denied_intent_via_graph_even_if_also_allowed(write_policy, tmp_path):
+    path = write_policy(lambda raw: raw["routing"]["allow_intents"].append("smalltalk"))
+    ctx = Context(home=str(tmp_path / "home"), tenant="acme", policy_path=str(path))
+    state = compile_graph().invoke({"question": "Bom dia! Tudo bem com vocês?"}, context=ctx)
+    assert state["rag"]["intent"] == "smalltalk" and state["rag"]["intent_source"] == "rule"
+    assert state["rag"]["disabled_reason"] == "intent_denied"
+    assert not state.get("hits")
+    assert matches_phrase(state["answer"], "pt", "retrieval_disabled")
+    assert len(state["suggestions"]) == 3

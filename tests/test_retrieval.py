@@ -1,0 +1,197 @@
+"""retrieve / rrf: Reciprocal Rank Fusion by hand, dedupe, a really parallel fan-out, and
+performance injection."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import nodes.retrieve as retrieve_mod
+from graph.embeddings import get_embeddings
+from graph.resources import Resources
+from graph.vectorstore import open_index
+from nodes.retrieve import render_performance_snapshot
+from nodes.rrf import RRF_K, reciprocal_rank_fusion, rrf
+
+
+def chunk(cid: str, engine: float = 0.5) -> dict:
+    return {"id": cid, "docId": cid.split("#")[0], "content": f"text of {cid}", "metadata": {},
+            "scores": {"engine": engine}}
+
+
+# --- RRF --------------------------------------------------------------------------------------
+
+
+def test_rrf_k_is_sixty():
+    assert RRF_K == 60
+
+
+def test_rrf_matches_hand_computed_scores_and_order():
+    a, b, c, d = chunk("a#0"), chunk("b#0"), chunk("c#0"), chunk("d#0")
+    lists = [[a, b, c], [c, a], [d]]
+    # a: ranks 1 and 2; b: rank 2; c: ranks 3 and 1; d: rank 1
+    expected = {
+        "a#0": 1 / 61 + 1 / 62,
+        "b#0": 1 / 62,
+        "c#0": 1 / 63 + 1 / 61,
+        "d#0": 1 / 61,
+    }
+    fused = reciprocal_rank_fusion(lists)
+    assert [ch["id"] for ch in fused] == sorted(expected, key=lambda k: -expected[k])
+    assert [ch["id"] for ch in fused] == ["a#0", "c#0", "d#0", "b#0"]  # 1/61 > 1/62
+    for ch in fused:
+        assert ch["scores"]["fused"] == pytest.approx(expected[ch["id"]], abs=1e-6)
+
+
+def test_rrf_custom_k():
+    fused = reciprocal_rank_fusion([[chunk("x#0"), chunk("y#0")]], k=1)
+    assert [c["scores"]["fused"] for c in fused] == pytest.approx([1 / 2, 1 / 3], abs=1e-6)
+
+
+def test_rrf_ties_break_by_id():
+    fused = reciprocal_rank_fusion([[chunk("zeta#0")], [chunk("alpha#0")]])
+    assert [c["id"] for c in fused] == ["alpha#0", "zeta#0"]
+    assert fused[0]["scores"]["fused"] == fused[1]["scores"]["fused"]
+
+
+def test_rrf_dedupes_by_chunk_id():
+    lists = [[chunk("a#0"), chunk("b#0")], [chunk("b#0"), chunk("a#0")], [chunk("a#1")]]
+    fused = reciprocal_rank_fusion(lists)
+    ids = [c["id"] for c in fused]
+    assert sorted(ids) == ["a#0", "a#1", "b#0"]
+    assert len(ids) == len(set(ids))
+
+
+def test_rrf_node_fuses_every_branch_and_keeps_best_engine_scores():
+    hits = {
+        "retrieve[0]": {"sub_query": "q0", "kind": "sub_query",
+                        "dense": [chunk("a#0", 0.9), chunk("b#0", 0.8)], "lexical": [chunk("b#0", 7.0)]},
+        "retrieve[1]": {"sub_query": "q1", "kind": "sub_query",
+                        "dense": [chunk("a#0", 0.95)], "lexical": [chunk("c#0", 3.0), chunk("a#0", 2.0)]},
+    }
+    out = rrf({"hits": hits}, None)["fused"]
+    by_id = {c["id"]: c for c in out}
+    assert set(by_id) == {"a#0", "b#0", "c#0"}
+    # a: dense r1 (branch 0), dense r1 (branch 1), lexical r2 (branch 1)
+    assert by_id["a#0"]["scores"]["fused"] == pytest.approx(2 / 61 + 1 / 62, abs=1e-6)
+    assert by_id["a#0"]["scores"]["dense"] == 0.95 and by_id["a#0"]["scores"]["lexical"] == 2.0
+    assert by_id["b#0"]["scores"]["lexical"] == 7.0
+    assert by_id["c#0"]["scores"]["dense"] is None
+    assert out[0]["id"] == "a#0"
+
+
+# --- parallel fan-out -------------------------------------------------------------------------
+
+
+class SlowIndex:
+    """Delegates to the real index, but every search sleeps first and records when it ran."""
+
+    def __init__(self, inner, delay: float):
+        self.inner, self.delay = inner, delay
+        self.calls: list[tuple[int, float, float]] = []
+        self._lock = threading.Lock()
+
+    def search(self, collection, **kw):
+        start = time.perf_counter()
+        time.sleep(self.delay)
+        result = self.inner.search(collection, **kw)
+        end = time.perf_counter()
+        with self._lock:
+            self.calls.append((threading.get_ident(), start, end))
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_fan_out_runs_branches_in_parallel(ask, corpus, monkeypatch):
+    delay = 0.4
+    slow = SlowIndex(open_index(corpus.home), delay)
+
+    def slow_resources(ctx):
+        return Resources(index=slow, embeddings=get_embeddings(ctx.embedding_model, ctx.home_path))
+
+    monkeypatch.setattr(retrieve_mod, "get_resources", slow_resources)
+    q = "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"
+    started = time.perf_counter()
+    state = ask(q)
+    wall = time.perf_counter() - started
+
+    assert len(state["sub_queries"]) == 3
+    assert state["rag"]["performance_injection"] is False
+    assert len(slow.calls) == 3
+    starts, ends = [c[1] for c in slow.calls], [c[2] for c in slow.calls]
+    assert max(starts) < min(ends), "every search interval overlaps every other one"
+    assert len({c[0] for c in slow.calls}) == 3, "each branch ran on its own thread"
+    serial = delay * len(slow.calls)
+    assert wall < 0.75 * serial, f"wall {wall:.2f}s vs serial sum {serial:.2f}s"
+    # the slow index still served real results
+    assert state["reranked"] and state["citations_used"]
+
+
+def test_each_subquery_gets_its_own_branch(ask):
+    q = "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"
+    state = ask(q)
+    assert sorted(state["hits"]) == [f"retrieve[{i}]" for i in range(len(state["sub_queries"]))]
+    assert [state["hits"][f"retrieve[{i}]"]["sub_query"] for i in range(3)] == state["sub_queries"]
+    assert all(f"retrieve[{i}]" in state["timings_ms"] for i in range(3))
+
+
+def test_fused_has_no_duplicate_chunks_across_branches(ask):
+    state = ask("Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?")
+    ids = [c["id"] for c in state["fused"]]
+    assert len(ids) == len(set(ids))
+    all_ids = {c["id"] for r in state["hits"].values() for c in r["dense"] + r["lexical"]}
+    assert set(ids) == all_ids
+    fused_scores = [c["scores"]["fused"] for c in state["fused"]]
+    assert fused_scores == sorted(fused_scores, reverse=True)
+
+
+def test_failing_branch_is_recorded_and_graph_finishes(ask, corpus, monkeypatch):
+    class Broken:
+        def search(self, *a, **k):
+            raise RuntimeError("engine down")
+
+    monkeypatch.setattr(retrieve_mod, "get_resources",
+                        lambda ctx: Resources(index=Broken(), embeddings=get_embeddings(ctx.embedding_model,
+                                                                                        ctx.home_path)))
+    state = ask("Quanto cresceram as vendas de inverno em 2025?")
+    assert any("engine down" in e for e in state["errors"])
+    assert state["coverage_level"] == "none"
+    assert state["answer"]
+
+
+# --- performance injection --------------------------------------------------------------------
+
+
+def test_render_performance_snapshot_reads_the_numbers():
+    text = render_performance_snapshot({"ctr": 0.034, "cvr": 0.021, "cpc": 1.85, "roas": 4.2,
+                                        "period": "2026-Q1", "status": "active"})
+    assert "(2026-Q1)" in text
+    assert "CTR 3.40%" in text and "CVR 2.10%" in text
+    assert "CPC 1.85" in text and "ROAS 4.2" in text
+    assert "status active" in text
+
+
+def test_performance_question_adds_performance_branch(ask, corpus):
+    state = ask("Qual foi o ROAS da campanha no TikTok e como otimizar o CPC?")
+    assert state["rag"]["performance_injection"] is True
+    perf = [r for r in state["hits"].values() if r["kind"] == "performance"]
+    assert len(perf) == 1
+    chunks = perf[0]["dense"] + perf[0]["lexical"]
+    assert chunks
+    perf_docs = {i for i, d in corpus.docs["acme"].items() if d["metadata"].get("docType") == "performance"}
+    for c in chunks:
+        assert c["docId"] in perf_docs
+        snap = corpus.docs["acme"][c["docId"]]["metadata"]["performance_snapshot"]
+        assert render_performance_snapshot(snap) in c["content"]
+    # the rendered snapshot makes it to what compose sees
+    assert any("Performance snapshot" in c["content"] for c in state["reranked"])
+
+
+def test_question_without_performance_words_has_no_performance_branch(ask):
+    state = ask("Qual é o prazo médio de entrega do e-commerce no Nordeste?")
+    assert state["rag"]["performance_injection"] is False
+    assert all(r["kind"] == "sub_query" for r in state["hits"].values())
