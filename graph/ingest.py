@@ -209,6 +209,24 @@ def _join_lines(sentences: list[tuple[int, str]]) -> str:
     return out
 
 
+def render_performance_snapshot(snapshot: dict) -> str:
+    """A campaign's `performance_snapshot` as one sentence, indexed with the document's text so
+    the lexical index, the reranker and the composer all read it."""
+    parts = []
+    for key in ("ctr", "cvr"):
+        if isinstance(snapshot.get(key), (int, float)):
+            parts.append(f"{key.upper()} {snapshot[key] * 100:.2f}%".replace(".00%", "%"))
+    if isinstance(snapshot.get("cpc"), (int, float)):
+        parts.append(f"CPC {snapshot['cpc']:.2f}")
+    if isinstance(snapshot.get("roas"), (int, float)):
+        parts.append(f"ROAS {snapshot['roas']:g}")
+    head = "Performance snapshot"
+    if snapshot.get("period"):
+        head += f" ({snapshot['period']})"
+    tail = f"; status {snapshot['status']}" if snapshot.get("status") else ""
+    return f"{head}: {', '.join(parts)}{tail}."
+
+
 def header_for(doc: Document) -> str:
     meta = doc.metadata
     parts = [doc.assetName, str(meta.get("sourceUrl") or meta.get("docType") or ""), str(meta.get("date") or meta.get("version") or "")]
@@ -266,7 +284,10 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
     for doc, meta in prepared:
         language = detect_language(doc.content, markers, default_lang)
         header = header_for(doc)
-        pieces = chunk_text(doc.content)
+        content = doc.content
+        if isinstance(meta.get("performance_snapshot"), dict):
+            content = f"{content.rstrip()}\n{render_performance_snapshot(meta['performance_snapshot'])}"
+        pieces = chunk_text(content)
         records = []
         for i, piece in enumerate(pieces):
             digest = hashlib.sha256(json.dumps([tenant, doc.id, doc.assetId, doc.assetName, header, piece, meta],

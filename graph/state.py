@@ -44,9 +44,12 @@ class RouteRecord(TypedDict, total=False):
 
 
 class Chunk(TypedDict, total=False):
-    """A retrieved chunk. `scores` explains its ranking: dense, lexical, fused, rerank, boosts."""
+    """A retrieved chunk. `scores` explains its ranking: dense, lexical, fused, rerank, boosts.
+    `content` and the full `metadata` are filled in by rerank for the chunks it keeps."""
 
-    id: str
+    id: str                    # "<docId>#<chunk index>"
+    pointId: str               # the engine's point id
+    matchedTerms: list[int]    # lexical term ids of the original question that the chunk holds
     docId: str
     assetId: str
     assetName: str

@@ -27,6 +27,7 @@ from qdrant_edge import (
     EdgeShard,
     EdgeSparseVectorParams,
     EdgeVectorParams,
+    AcornSearchParams,
     FieldCondition,
     Filter,
     HasIdCondition,
@@ -40,6 +41,7 @@ from qdrant_edge import (
     QueryRequest,
     Query,
     ScrollRequest,
+    SearchParams,
     SparseVector,
     UpdateOperation,
 )
@@ -53,6 +55,8 @@ FILTERABLE_FIELDS = frozenset({"docType", "category", "assetId", "docId", "langu
 KEYWORD_INDEXES = ("status", "isApprovedForAI", "docType", "category", "docId", "assetId", "language")
 
 DENSE, SPARSE = "dense", "bm25"
+# Filtered HNSW search with ACORN: near-exact recall under selective tenant filters, same speed.
+DENSE_SEARCH = SearchParams(acorn=AcornSearchParams(enable=True))
 _POINT_NS = uuid.UUID("6b1f0c4e-7a52-4b8e-9d0a-3f1e2c5b7a90")
 
 
@@ -90,8 +94,8 @@ class SearchHit:
     point_id: str
     score: float
     rank: int
-    payload: dict[str, Any]
     similarity: float | None = None  # cosine to `similarity_to` (the original question), when asked
+    matched_terms: list[int] = field(default_factory=list)  # which of `match_terms` the chunk holds
 
 
 def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None) -> Filter:
@@ -111,15 +115,28 @@ def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None) -
     return Filter(must=must)
 
 
+def payload_passes_gates(payload: dict[str, Any], tenant: str) -> bool:
+    """The gates checked again in Python on a fetched payload: the engine already filtered, and this
+    second look turns a broken engine filter into a recorded error instead of a leak."""
+    return (bool(tenant) and payload.get(TENANT_FIELD) == tenant and payload.get("isApprovedForAI") == "true"
+            and payload.get("status") in APPROVED_STATUSES)
+
+
 class VectorIndex(Protocol):
     """What the nodes and ingest need from a vector engine."""
 
     def search(
         self, collection: str, *, dense: list[float], sparse: SparseVector, tenant: str,
         filters: dict[str, Any] | None, limit: int, similarity_to: list[float] | None = None,
+        match_terms: list[int] | None = None,
     ) -> tuple[list[SearchHit], list[SearchHit]]:
-        """Dense and lexical result lists, both gated; with `similarity_to`, every hit also carries
-        its cosine similarity to that vector."""
+        """Dense and lexical result lists, both gated: point ids and scores, no payload (reading a
+        payload costs the engine ~10 µs a point; `fetch` reads them for the few chunks that survive
+        reranking). With `similarity_to`, each hit carries its cosine to that vector; with
+        `match_terms` (lexical term ids), the ones its text contains."""
+
+    def fetch(self, collection: str, tenant: str, point_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Full payloads of these points, through the same gates (a point that fails them is absent)."""
 
     def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]: ...
 
@@ -198,29 +215,45 @@ class EdgeVectorIndex:
             shard.optimize()
 
     # --- reads ------------------------------------------------------------------------------
-    def search(self, collection, *, dense, sparse, tenant, filters, limit, similarity_to=None):
+    def search(self, collection, *, dense, sparse, tenant, filters, limit, similarity_to=None, match_terms=None):
         gate = governance_filter(tenant, filters)  # raises before touching the engine
         shard = self._shard(collection)
         if shard is None:
             return [], []
-        # Rank first, without payloads; then fetch the payloads of the union once, and let the
-        # engine compute the similarity to the original question over just those ids (no vectors
-        # cross into Python). Every call carries the gate.
         dense_res, sparse_res = shard.query_batch(QueryBatchRequest([
-            QueryRequest(query=Query.Nearest(list(dense), using=DENSE), limit=limit, filter=gate, with_payload=False),
+            QueryRequest(query=Query.Nearest(list(dense), using=DENSE), limit=limit, filter=gate,
+                         with_payload=False, params=DENSE_SEARCH),
             QueryRequest(query=Query.Nearest(sparse, using=SPARSE), limit=limit, filter=gate, with_payload=False),
         ]))
         ids = list(dict.fromkeys([p.id for p in dense_res] + [p.id for p in sparse_res]))
-        if not ids:
-            return [], []
-        payloads = {r.id: dict(r.payload or {}) for r in shard.retrieve(ids, with_payload=True, with_vector=False)}
         similarity: dict[Any, float] = {}
-        if similarity_to is not None:
+        matched: dict[Any, list[int]] = {}
+        if ids and (similarity_to is not None or match_terms):
+            # Over just the union of both lists, the engine scores the similarity to the original
+            # question and says which chunks hold each question term: no vectors or texts cross
+            # into Python for this. Every request still carries the gate.
             only_these = Filter(must=[*gate.must, HasIdCondition(set(ids))])
-            similarity = {p.id: float(p.score) for p in shard.query(QueryRequest(
-                query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids), filter=only_these,
-                with_payload=False))}
-        return _hits(dense_res, payloads, similarity), _hits(sparse_res, payloads, similarity)
+            requests = [QueryRequest(query=Query.Nearest(SparseVector([t], [1.0]), using=SPARSE), limit=len(ids),
+                                     filter=only_these, with_payload=False) for t in (match_terms or [])]
+            if similarity_to is not None:
+                requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
+                                             filter=only_these, with_payload=False, params=SearchParams(exact=True)))
+            results = shard.query_batch(QueryBatchRequest(requests))
+            if similarity_to is not None:
+                similarity = {p.id: float(p.score) for p in results.pop()}
+            for term, holders in zip(match_terms or [], results):
+                for p in holders:
+                    matched.setdefault(p.id, []).append(term)
+        return _hits(dense_res, similarity, matched), _hits(sparse_res, similarity, matched)
+
+    def fetch(self, collection: str, tenant: str, point_ids: list[str]) -> dict[str, dict[str, Any]]:
+        gate = governance_filter(tenant)
+        shard = self._shard(collection)
+        if shard is None or not point_ids:
+            return {}
+        flt = Filter(must=[*gate.must, HasIdCondition({uuid.UUID(str(i)) for i in point_ids})])
+        records, _ = shard.scroll(ScrollRequest(limit=len(point_ids), filter=flt, with_payload=True))
+        return {str(r.id): dict(r.payload or {}) for r in records}
 
     def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]:
         shard = self._shard(collection)
@@ -266,9 +299,9 @@ class EdgeVectorIndex:
             self._shards.clear()
 
 
-def _hits(points, payloads: dict, similarity: dict) -> list[SearchHit]:
-    return [SearchHit(point_id=str(p.id), score=float(p.score), rank=rank, payload=payloads.get(p.id, {}),
-                      similarity=similarity.get(p.id))
+def _hits(points, similarity: dict, matched: dict) -> list[SearchHit]:
+    return [SearchHit(point_id=str(p.id), score=float(p.score), rank=rank, similarity=similarity.get(p.id),
+                      matched_terms=matched.get(p.id, []))
             for rank, p in enumerate(points, start=1)]
 
 

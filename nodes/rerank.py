@@ -4,8 +4,10 @@ Embedded reranker (`local/hybrid`, no downloaded model): a blend of
   dense   — cosine of question and chunk, calibrated to 0–1 by the policy's floor/ceiling;
   lexical — share of the question's terms (stemmed, IDF-weighted over the candidates) in the chunk;
   fused   — the RRF score relative to the best one.
-Then boosts (recency, playbook) multiply, `min_score` drops, and `max_chunks` /
-`max_context_chars` cut. Every chunk keeps its score breakdown.
+Both signals were computed inside the engine during retrieval, so scoring reads no text. Only the
+chunks that can still make the cut once boosted are fetched (through the gates again); then the
+boosts (recency, playbook) multiply, `min_score` drops, and `max_chunks` / `max_context_chars`
+cut. Every chunk keeps its score breakdown.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import load_policy
-from graph.resources import get_analyzer
+from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, State
-from graph.text import Analyzer
+from graph.vectorstore import VectorIndex, payload_passes_gates
 from nodes.instrumentation import context_of, timed
 
 
@@ -43,44 +45,82 @@ def chunk_year(chunk: Chunk) -> int | None:
     return None
 
 
-def score_chunks(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer, policy_rerank: dict,
-                 current_year: int) -> list[Chunk]:
+def base_scores(question_terms: set[int], chunks: list[Chunk], policy_rerank: dict) -> list[Chunk]:
+    """Relevance before boosts, best first."""
     weights = policy_rerank.get("weights", {})
     w_dense, w_lex, w_fused = weights.get("dense", 0.45), weights.get("lexical", 0.45), weights.get("fused", 0.1)
     calib = policy_rerank.get("dense_calibration", {})
     floor, ceiling = calib.get("floor", 0.1), calib.get("ceiling", 0.6)
-    boosts = policy_rerank.get("boosts", {})
-    recency, playbook = boosts.get("recency") or {}, boosts.get("playbook") or {}
-    playbook_types = set(playbook.get("doc_types", []))
-
-    q_terms = analyzer.terms(question, language)
-    c_terms = [analyzer.terms(f"{c['metadata'].get('header', '')}\n{c['content']}", language) for c in chunks]
-    idf = term_weights(q_terms, c_terms)
+    # Which question terms each chunk holds was answered by the engine's lexical index.
+    c_terms = [set(c.get("matchedTerms") or ()) for c in chunks]
+    idf = term_weights(question_terms, c_terms)
     best_fused = max((c["scores"].get("fused", 0.0) for c in chunks), default=0.0) or 1.0
-
     out = []
     for chunk, terms in zip(chunks, c_terms):
         dense = min(1.0, max(0.0, (chunk.get("similarity", 0.0) - floor) / max(1e-9, ceiling - floor)))
         lexical = lexical_coverage(idf, terms)
         fused = chunk["scores"].get("fused", 0.0) / best_fused
-        base = w_dense * dense + w_lex * lexical + w_fused * fused
-        applied = []
-        factor = 1.0
+        scored = Chunk(**chunk)
+        scored["scores"] = {**chunk["scores"], "dense_relevance": round(dense, 4), "lexical_relevance": round(lexical, 4),
+                            "fused_relevance": round(fused, 4),
+                            "rerank_base": round(w_dense * dense + w_lex * lexical + w_fused * fused, 4)}
+        out.append(scored)
+    out.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
+    return out
+
+
+def boost_factors(policy_rerank: dict) -> list[tuple[str, float]]:
+    boosts = policy_rerank.get("boosts", {})
+    return [(name, float((boosts.get(name) or {}).get("factor", 1.0))) for name in ("recency", "playbook") if boosts.get(name)]
+
+
+def contenders(scored: list[Chunk], keep: int, max_factor: float) -> list[Chunk]:
+    """The chunks that can still be among the best `keep` once boosted: any chunk whose base score,
+    boosted by every boost there is, stays below the keep-th best base score cannot make it."""
+    if len(scored) <= keep:
+        return scored
+    bar = scored[keep - 1]["scores"]["rerank_base"]
+    return [c for c in scored if c["scores"]["rerank_base"] * max_factor >= bar]
+
+
+def hydrate(chunks: list[Chunk], tenant: str, index: VectorIndex) -> tuple[list[Chunk], list[str]]:
+    """Fetch text and metadata (gated in the engine, and checked again here)."""
+    by_collection: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_collection.setdefault(c["collection"], []).append(c)
+    errors: list[str] = []
+    for collection, members in by_collection.items():
+        payloads = index.fetch(collection, tenant, [c["pointId"] for c in members])
+        for c in members:
+            p = payloads.get(c["pointId"])
+            if p is None:
+                continue  # re-ingested or re-gated since the search: never shown
+            if not payload_passes_gates(p, tenant):
+                errors.append(f"rerank: the engine returned point {c['pointId']} that fails the gates; dropped")
+                continue
+            c.update(id=f"{p.get('docId')}#{p.get('chunk_index', 0)}", docId=p.get("docId", ""),
+                     assetId=p.get("assetId") or p.get("docId", ""), assetName=p.get("assetName") or p.get("docId", ""),
+                     content=p.get("text", ""),
+                     metadata={**(p.get("metadata") or {}), "header": p.get("header", ""), "language": p.get("language")})
+    return [c for c in chunks if c.get("content")], errors
+
+
+def apply_boosts(chunks: list[Chunk], policy_rerank: dict, current_year: int) -> list[Chunk]:
+    boosts = policy_rerank.get("boosts", {})
+    recency, playbook = boosts.get("recency") or {}, boosts.get("playbook") or {}
+    playbook_types = set(playbook.get("doc_types", []))
+    for chunk in chunks:
+        applied, factor = [], 1.0
         if recency and chunk_year(chunk) == current_year:
             factor *= recency.get("factor", 1.0)
             applied.append({"name": "recency", "factor": recency.get("factor", 1.0)})
         if playbook and chunk.get("metadata", {}).get("docType") in playbook_types:
             factor *= playbook.get("factor", 1.0)
             applied.append({"name": "playbook", "factor": playbook.get("factor", 1.0)})
-        raw = base * factor
-        scored = Chunk(**chunk)
-        scored["scores"] = {**chunk["scores"], "dense_relevance": round(dense, 4), "lexical_relevance": round(lexical, 4),
-                            "fused_relevance": round(fused, 4), "rerank_base": round(base, 4), "boosts": applied,
-                            "rerank": round(raw, 4)}
-        scored["rerankScore"] = round(min(1.0, raw), 4)
-        out.append(scored)
-    out.sort(key=lambda c: (-c["scores"]["rerank"], c["id"]))
-    return out
+        raw = chunk["scores"]["rerank_base"] * factor
+        chunk["scores"].update(boosts=applied, rerank=round(raw, 4))
+        chunk["rerankScore"] = round(min(1.0, raw), 4)
+    return sorted(chunks, key=lambda c: (-c["scores"]["rerank"], c["id"]))
 
 
 def apply_budgets(chunks: list[Chunk], min_score: float, max_chunks: int, max_context_chars: int) -> list[Chunk]:
@@ -108,8 +148,17 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     policy = load_policy(ctx.policy_path)
     cfg = policy.section("rerank")
     year = ctx.current_year or (cfg.get("boosts", {}).get("recency") or {}).get("current_year") or _dt.date.today().year
-    scored = score_chunks(state["question"], rag.get("language", "en"), fused, get_analyzer(policy), cfg, int(year))
+    question_terms = set(get_analyzer(policy).terms(state["question"], rag.get("language", "en")))
     profile = rag["profile"]
-    kept = apply_budgets(scored, profile["min_score"], int(rag.get("max_chunks") or cfg.get("top_n", 5)),
-                         profile["max_context_chars"])
-    return {"reranked": kept}
+    max_chunks = int(rag.get("max_chunks") or cfg.get("top_n", 5))
+    scored = base_scores(question_terms, fused, cfg)
+    max_factor = math.prod(f for _, f in boost_factors(cfg)) or 1.0
+    # Twice the budget, so the character limit still has chunks to choose from.
+    candidates = [c for c in contenders(scored, 2 * max_chunks, max_factor)
+                  if c["scores"]["rerank_base"] * max_factor >= profile["min_score"]]
+    candidates, errors = hydrate(candidates, ctx.tenant, get_resources(ctx).index)
+    ranked = apply_boosts(candidates, cfg, int(year))
+    update: dict = {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}
+    if errors:
+        update["errors"] = errors
+    return update

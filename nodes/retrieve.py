@@ -3,11 +3,14 @@
 Each branch asks the vector engine for two ranked lists, dense and lexical (BM25), with the
 governance gates evaluated inside the engine: the caller's tenant, approved for AI, status
 ready/approved, plus the policy's intent filter. A "performance" branch searches the tenant's
-performance chunks and renders their `performance_snapshot` as text.
+performance chunks (whose `performance_snapshot` was rendered into their text at ingest).
+
+Hits are light: point ids, scores, the chunk's similarity to the original question and which of
+the question's terms it holds, all computed inside the engine. Texts and metadata are fetched by
+rerank, for the few chunks that can still be kept.
 """
 
 from __future__ import annotations
-
 
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -33,39 +36,14 @@ def fan_out(state: State) -> list[Send]:
     return tasks
 
 
-def render_performance_snapshot(snapshot: dict) -> str:
-    """A performance snapshot as one sentence the reranker and composer can read."""
-    parts = []
-    for key in ("ctr", "cvr"):
-        if isinstance(snapshot.get(key), (int, float)):
-            parts.append(f"{key.upper()} {snapshot[key] * 100:.2f}%".replace(".00%", "%"))
-    if isinstance(snapshot.get("cpc"), (int, float)):
-        parts.append(f"CPC {snapshot['cpc']:.2f}")
-    if isinstance(snapshot.get("roas"), (int, float)):
-        parts.append(f"ROAS {snapshot['roas']:g}")
-    head = "Performance snapshot"
-    if snapshot.get("period"):
-        head += f" ({snapshot['period']})"
-    tail = f"; status {snapshot['status']}" if snapshot.get("status") else ""
-    return f"{head}: {', '.join(parts)}{tail}."
-
-
 def to_chunk(hit: SearchHit, collection: str) -> Chunk:
-    p = hit.payload
-    metadata = dict(p.get("metadata") or {})
-    content = p.get("text", "")
-    snapshot = metadata.get("performance_snapshot")
-    if isinstance(snapshot, dict):
-        content = f"{content}\n{render_performance_snapshot(snapshot)}".strip()
+    """A hit as a chunk of the state: identity and signals only; rerank fetches the rest."""
     return Chunk(
-        id=f"{p.get('docId')}#{p.get('chunk_index', 0)}",
-        docId=p.get("docId", ""),
-        assetId=p.get("assetId") or p.get("docId", ""),
-        assetName=p.get("assetName") or p.get("docId", ""),
+        id=hit.point_id,  # until rerank fetches it and names it "<docId>#<chunk index>"
+        pointId=hit.point_id,
         collection=collection,
-        content=content,
-        metadata={**metadata, "header": p.get("header", ""), "language": p.get("language")},
         similarity=round(hit.similarity or 0.0, 6),  # cosine to the original question
+        matchedTerms=list(hit.matched_terms),
         scores={"engine": round(hit.score, 6), "list_rank": hit.rank},
     )
 
@@ -90,6 +68,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     ctx = context_of(runtime)
     rag = task["rag"]
     key = _task_key(task)
+    language = rag.get("language", "en")
     result = SearchResult(sub_query=task["sub_query"], kind=task["kind"], dense=[], lexical=[])
     try:
         policy = load_policy(ctx.policy_path)
@@ -100,12 +79,14 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
             filters = {"docType": policy.section("retrieval").get("performance_doc_type", "performance")}
         query_vector = res.embeddings.embed_query(task["sub_query"])
         question_vector = res.embeddings.embed_query(task["question"])
-        sparse = analyzer.query_vector(task["sub_query"], rag.get("language", "en"))
+        sparse = analyzer.query_vector(task["sub_query"], language)
+        question_terms = sorted(analyzer.terms(task["question"], language))
         limit = int(rag["profile"]["k"])
         dense_lists, lexical_lists = [], []
         for collection in rag["collections"]:
             dense, lexical = res.index.search(collection, dense=query_vector, sparse=sparse, tenant=ctx.tenant,
-                                              filters=filters, limit=limit, similarity_to=question_vector)
+                                              filters=filters, limit=limit, similarity_to=question_vector,
+                                              match_terms=question_terms)
             dense_lists.append((collection, dense))
             lexical_lists.append((collection, lexical))
         result["dense"] = merge_lists(dense_lists, limit)

@@ -12,7 +12,14 @@ from conftest import SAMPLES, dump_state
 from graph.output import to_output
 from graph.resources import get_analyzer, get_resources
 from graph.policy import load_policy
-from graph.vectorstore import APPROVED_STATUSES, open_index
+from graph.vectorstore import APPROVED_STATUSES, open_index, point_id
+
+
+def _sample_ids(tenant: str) -> list[str]:
+    import json
+
+    return [json.loads(line)["id"] for f in sorted((SAMPLES / tenant).glob("*.jsonl"))
+            for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 # Distinctive "canary" facts of each gated document (samples/README.md). The tests check that each
 # canary really is in its document and in no servable document, so a stale list cannot pass quietly.
@@ -85,11 +92,21 @@ def test_ingest_reported_the_false_brand_claim(corpus):
     assert corpus.docs["acme"][BRAND_CLAIM_DOC]["metadata"]["brandId"] == "globex"
 
 
-def _doc_ids_in_state(state: dict) -> set[str]:
+# Every point id the samples can produce, to name the (tenant, document) behind a search hit:
+# hits carry only point ids until rerank fetches the few it keeps.
+_POINTS = {point_id(tenant, doc_id, i): (tenant, doc_id)
+           for tenant in ("acme", "globex") for doc_id in _sample_ids(tenant) for i in range(64)}
+
+
+def _doc_ids_in_state(state: dict, tenant: str = "acme") -> set[str]:
     ids = set()
-    for result in (state.get("hits") or {}).values():
-        ids |= {c["docId"] for c in result["dense"] + result["lexical"]}
-    ids |= {c["docId"] for c in (state.get("fused") or []) + (state.get("reranked") or [])}
+    chunks = [c for r in (state.get("hits") or {}).values() for c in r["dense"] + r["lexical"]]
+    chunks += (state.get("fused") or []) + (state.get("reranked") or [])
+    for c in chunks:
+        owner, doc_id = _POINTS[c["pointId"]]
+        assert owner == tenant, f"point of {owner} in a {tenant} run"
+        assert c.get("docId", doc_id) == doc_id
+        ids.add(doc_id)
     return ids
 
 
@@ -104,7 +121,7 @@ def _assert_clean(state: dict, tenant: str, corpus) -> None:
         assert doc_id not in text, f"{other} doc {doc_id} leaked to {tenant}"
     if tenant == "acme":
         assert "globex" not in text.casefold()
-    seen = _doc_ids_in_state(state)
+    seen = _doc_ids_in_state(state, tenant)
     assert seen <= corpus.servable_ids(tenant)
     assert set(state.get("citations_used") or []) <= corpus.servable_ids(tenant)
 
@@ -160,25 +177,38 @@ def _search(corpus, tenant, text, filters=None, limit=1000):
                             filters=filters, limit=limit)
 
 
+def _raw_payloads(corpus, hits) -> list[dict]:
+    """The stored payloads of these hits, read straight from the shard with no gate, so the check
+    below does not trust the same filter it is checking."""
+    import uuid
+
+    shard = open_index(corpus.home)._shard("documents")
+    records = shard.retrieve([uuid.UUID(h.point_id) for h in hits], with_payload=True, with_vector=False)
+    assert len(records) == len(hits)
+    return [dict(r.payload) for r in records]
+
+
 @pytest.mark.parametrize("tenant", ["acme", "globex"])
 def test_index_search_returns_exactly_the_tenants_servable_chunks(corpus, tenant):
     dense, lexical = _search(corpus, tenant, "margem bruta, preço, recall, previsão, seguidores, vendas")
     assert dense, "the dense list returns every gated-in point when the limit is large"
-    for hit in dense + lexical:
-        p = hit.payload
+    dense_payloads, lexical_payloads = _raw_payloads(corpus, dense), _raw_payloads(corpus, lexical)
+    for p in dense_payloads + lexical_payloads:
         assert p["brandId"] == tenant
         assert p["isApprovedForAI"] == "true"
         assert p["status"] in APPROVED_STATUSES
-    assert {h.payload["docId"] for h in dense} == corpus.servable_ids(tenant)
-    assert {h.payload["docId"] for h in lexical} <= corpus.servable_ids(tenant)
+    assert {p["docId"] for p in dense_payloads} == corpus.servable_ids(tenant)
+    assert {p["docId"] for p in lexical_payloads} <= corpus.servable_ids(tenant)
 
 
 def test_index_stores_brand_claim_doc_under_ingesting_tenant(corpus):
     flt = {"docId": BRAND_CLAIM_DOC}
     acme_dense, _ = _search(corpus, "acme", "Instagram seguidores", filters=flt)
     globex_dense, globex_lex = _search(corpus, "globex", "Instagram seguidores", filters=flt)
-    assert acme_dense and all(h.payload["brandId"] == "acme" for h in acme_dense)
-    assert "brandId" not in acme_dense[0].payload["metadata"]
+    assert acme_dense and all(p["brandId"] == "acme" for p in _raw_payloads(corpus, acme_dense))
+    full = open_index(corpus.home).fetch("documents", "acme", [acme_dense[0].point_id])
+    assert "brandId" not in full[acme_dense[0].point_id]["metadata"]
+    assert open_index(corpus.home).fetch("documents", "globex", [acme_dense[0].point_id]) == {}
     assert globex_dense == [] and globex_lex == []
 
 

@@ -61,7 +61,7 @@ def served_doc_ids(ctx: Context, text: str = "texto", tenant: str | None = None)
     sparse = get_analyzer(load_policy()).query_vector(text, "pt")
     dense, _ = res.index.search(COLLECTION, dense=res.embeddings.embed_query(text), sparse=sparse,
                                 tenant=tenant or ctx.tenant, filters=None, limit=1000)
-    return {h.payload["docId"] for h in dense}
+    return {p["docId"] for p in res.index.fetch(COLLECTION, tenant or ctx.tenant, [h.point_id for h in dense]).values()}
 
 
 def ingest(path, ctx: Context, **kw):
@@ -189,7 +189,8 @@ def test_duplicate_id_keeps_the_first_line(bad_ingest):
     dense, _ = res.index.search(COLLECTION, dense=res.embeddings.embed_query("vendas"),
                                 sparse=get_analyzer(load_policy()).query_vector("vendas", "pt"), tenant=ctx.tenant,
                                 filters={"docId": "ok1"}, limit=10)
-    assert [h.payload["text"] for h in dense] == ["Primeiro documento válido. Fala de vendas."]
+    full = res.index.fetch(COLLECTION, ctx.tenant, [h.point_id for h in dense])
+    assert [p["text"] for p in full.values()] == ["Primeiro documento válido. Fala de vendas."]
 
 
 def test_strict_rejects_whole_batch_and_writes_nothing(bad_jsonl, ctx):
@@ -260,10 +261,11 @@ def test_markdown_with_front_matter_and_plain_text(tmp_path, ctx):
     sparse = get_analyzer(load_policy()).query_vector("cachecóis", "pt")
     dense, _ = res.index.search(COLLECTION, dense=res.embeddings.embed_query("cachecóis"), sparse=sparse,
                                 tenant=ctx.tenant, filters={"docId": "nota-1"}, limit=5)
-    p = dense[0].payload
+    p = res.index.fetch(COLLECTION, ctx.tenant, [dense[0].point_id])[dense[0].point_id]
     assert p["assetName"] == "Nota de teste"
     assert p["docType"] == "bi_note" and p["status"] == "approved" and p["date"] == "2026-01-05"
-    assert "---" not in p["text"] and "cachecóis" in p["text"]
+    text = res.index.fetch(COLLECTION, ctx.tenant, [dense[0].point_id])[dense[0].point_id]["text"]
+    assert "---" not in text and "cachecóis" in text
 
 
 def test_markdown_title_comes_from_first_heading(tmp_path, ctx):
@@ -274,8 +276,9 @@ def test_markdown_title_comes_from_first_heading(tmp_path, ctx):
     dense, _ = res.index.search(COLLECTION, dense=res.embeddings.embed_query("estoque"),
                                 sparse=get_analyzer(load_policy()).query_vector("estoque", "pt"), tenant=ctx.tenant,
                                 filters=None, limit=5)
-    assert dense[0].payload["assetName"] == "Relatório de estoque"
-    assert dense[0].payload["docId"] == "relatorio"
+    p = res.index.fetch(COLLECTION, ctx.tenant, [dense[0].point_id])[dense[0].point_id]
+    assert p["assetName"] == "Relatório de estoque"
+    assert p["docId"] == "relatorio"
 
 
 def test_text_files_default_to_not_approved(tmp_path, ctx):
