@@ -235,6 +235,37 @@ def header_for(doc: Document) -> str:
 
 # --- writing -------------------------------------------------------------------------------
 
+# Bumped when the payload layout changes, so that re-ingesting rewrites documents stored the old way.
+PAYLOAD_SCHEMA = 2
+
+
+def year_of(meta: dict[str, Any]) -> int | None:
+    """The year a document belongs to (its version, else its date), for the recency boost."""
+    for key in ("version", "date"):
+        value = str(meta.get(key) or "")
+        if len(value) >= 4 and value[:4].isdigit():
+            return int(value[:4])
+    return None
+
+
+def chunk_record(tenant: str, doc: Document, meta: dict[str, Any], header: str, language: str, index: int,
+                 piece: str) -> ChunkRecord:
+    """One chunk with the payload the engine stores (vectors are added by the caller)."""
+    digest = hashlib.sha256(json.dumps([PAYLOAD_SCHEMA, tenant, doc.id, doc.assetId, doc.assetName, header, piece, meta],
+                                       sort_keys=True, default=str).encode()).hexdigest()
+    payload = {
+        "docId": doc.id, "assetId": doc.assetId, "assetName": doc.assetName, "text": piece, "header": header,
+        "language": language, "metadata": meta, "chunk_index": index, "content_hash": digest,
+        "status": meta["status"], "isApprovedForAI": "true" if meta["isApprovedForAI"] else "false",
+        "docType": str(meta.get("docType") or ""), "category": str(meta.get("category") or ""),
+        "date": str(meta.get("date") or ""), "version": str(meta.get("version") or ""),
+    }
+    year = year_of(meta)
+    if year is not None:
+        payload["year"] = year
+    return ChunkRecord(doc_id=doc.id, chunk_index=index, text=piece, header=header, payload=payload, content_hash=digest)
+
+
 
 def _normalise_metadata(doc: Document, tenant: str, defaults: dict[str, Any], report: IngestReport) -> dict[str, Any] | None:
     # Front matter may hold YAML dates and other non-JSON values: store their text form.
@@ -288,19 +319,7 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
         if isinstance(meta.get("performance_snapshot"), dict):
             content = f"{content.rstrip()}\n{render_performance_snapshot(meta['performance_snapshot'])}"
         pieces = chunk_text(content)
-        records = []
-        for i, piece in enumerate(pieces):
-            digest = hashlib.sha256(json.dumps([tenant, doc.id, doc.assetId, doc.assetName, header, piece, meta],
-                                               sort_keys=True, default=str).encode()).hexdigest()
-            payload = {
-                "docId": doc.id, "assetId": doc.assetId, "assetName": doc.assetName, "text": piece, "header": header,
-                "language": language, "metadata": meta, "chunk_index": i, "content_hash": digest,
-                "status": meta["status"], "isApprovedForAI": "true" if meta["isApprovedForAI"] else "false",
-                "docType": str(meta.get("docType") or ""), "category": str(meta.get("category") or ""),
-                "date": str(meta.get("date") or ""), "version": str(meta.get("version") or ""),
-            }
-            records.append(ChunkRecord(doc_id=doc.id, chunk_index=i, text=piece, header=header, payload=payload,
-                                       content_hash=digest))
+        records = [chunk_record(tenant, doc, meta, header, language, i, piece) for i, piece in enumerate(pieces)]
         if res.index.existing_hashes(collection, tenant, doc.id) == {r.content_hash for r in records}:
             report.documents_unchanged += 1
         else:

@@ -42,6 +42,10 @@ def check_claims(answer: str, chunks: list[Chunk], analyzer: Analyzer, language:
     by_doc: dict[str, list[str]] = {}
     for c in chunks:
         by_doc.setdefault(c["docId"], []).append(c["content"])
+    # What each cited document offers, computed once: its values, its text, its terms.
+    doc_values = {d: value_pool(texts) for d, texts in by_doc.items()}
+    doc_text = {d: "\n".join(texts).casefold() for d, texts in by_doc.items()}
+    doc_terms = {d: set().union(*(analyzer.terms(t, language) for t in texts)) for d, texts in by_doc.items()}
     checks = []
     for line in answer.splitlines():
         for sentence in split_sentences(line):
@@ -52,13 +56,12 @@ def check_claims(answer: str, chunks: list[Chunk], analyzer: Analyzer, language:
             if not cited and not values and not fields:
                 continue  # framing ("Based on the retrieved documents:") makes no factual claim
             unknown = [c for c in cited if c not in by_doc]
-            sources = [t for c in cited for t in by_doc.get(c, [])]
-            pool = value_pool(sources)
-            joined = "\n".join(sources).casefold()
+            known = [c for c in cited if c in by_doc]
+            pool = set().union(*(doc_values[c] for c in known))
             bad_values = [surface for surface, readings in values if not value_supported(readings, pool)]
-            bad_fields = [f for f in fields if f.casefold() not in joined]
+            bad_fields = [f for f in fields if not any(f.casefold() in doc_text[c] for c in known)]
             terms = analyzer.terms(text, language)
-            source_terms = analyzer.terms("\n".join(sources), language) if sources else set()
+            source_terms = set().union(*(doc_terms[c] for c in known))
             support = len(terms & source_terms) / len(terms) if terms else 1.0
             reasons = []
             if unknown:

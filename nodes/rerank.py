@@ -4,10 +4,11 @@ Embedded reranker (`local/hybrid`, no downloaded model): a blend of
   dense   — cosine of question and chunk, calibrated to 0–1 by the policy's floor/ceiling;
   lexical — share of the question's terms (stemmed, IDF-weighted over the candidates) in the chunk;
   fused   — the RRF score relative to the best one.
-Both signals were computed inside the engine during retrieval, so scoring reads no text. Only the
-chunks that can still make the cut once boosted are fetched (through the gates again); then the
-boosts (recency, playbook) multiply, `min_score` drops, and `max_chunks` / `max_context_chars`
-cut. Every chunk keeps its score breakdown.
+Both signals were computed inside the engine during retrieval, so scoring reads no text. The
+boosts (recency: the chunk's `year` is the current year; playbook: its `docType`) multiply, decided
+by the engine's payload indexes for the chunks that can still make the cut; then `min_score`
+drops, the survivors' texts are fetched (gated again), and `max_chunks` / `max_context_chars` cut.
+Every chunk keeps its score breakdown.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from graph.context import Context
 from graph.policy import load_policy
 from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, State
-from graph.vectorstore import VectorIndex, payload_passes_gates
+from graph.vectorstore import VectorIndex
 from nodes.instrumentation import context_of, timed
 
 
@@ -34,15 +35,6 @@ def term_weights(question_terms: set[int], chunk_terms: list[set[int]]) -> dict[
 def lexical_coverage(weights: dict[int, float], terms: set[int]) -> float:
     total = sum(weights.values())
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
-
-
-def chunk_year(chunk: Chunk) -> int | None:
-    meta = chunk.get("metadata") or {}
-    for key in ("version", "date"):
-        value = str(meta.get(key) or "")
-        if len(value) >= 4 and value[:4].isdigit():
-            return int(value[:4])
-    return None
 
 
 def base_scores(question_terms: set[int], chunks: list[Chunk], policy_rerank: dict) -> list[Chunk]:
@@ -69,9 +61,15 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], policy_rerank: di
     return out
 
 
-def boost_factors(policy_rerank: dict) -> list[tuple[str, float]]:
+def boost_conditions(policy_rerank: dict, current_year: int) -> dict[str, tuple[float, dict]]:
+    """Each policy boost as (factor, engine condition on indexed payload fields)."""
     boosts = policy_rerank.get("boosts", {})
-    return [(name, float((boosts.get(name) or {}).get("factor", 1.0))) for name in ("recency", "playbook") if boosts.get(name)]
+    out: dict[str, tuple[float, dict]] = {}
+    if boosts.get("recency"):
+        out["recency"] = (float(boosts["recency"].get("factor", 1.0)), {"year": int(current_year)})
+    if (boosts.get("playbook") or {}).get("doc_types"):
+        out["playbook"] = (float(boosts["playbook"].get("factor", 1.0)), {"docType": list(boosts["playbook"]["doc_types"])})
+    return out
 
 
 def contenders(scored: list[Chunk], keep: int, max_factor: float) -> list[Chunk]:
@@ -83,44 +81,51 @@ def contenders(scored: list[Chunk], keep: int, max_factor: float) -> list[Chunk]
     return [c for c in scored if c["scores"]["rerank_base"] * max_factor >= bar]
 
 
-def hydrate(chunks: list[Chunk], tenant: str, index: VectorIndex) -> tuple[list[Chunk], list[str]]:
-    """Fetch text and metadata (gated in the engine, and checked again here)."""
-    by_collection: dict[str, list[Chunk]] = {}
+def flag_chunks(chunks: list[Chunk], tenant: str, index: VectorIndex, conditions: dict[str, dict]) -> dict[str, set[str]]:
+    """Which chunks each boost applies to, asked of the engine's payload indexes (no payload read)."""
+    by_collection: dict[str, list[str]] = {}
     for c in chunks:
-        by_collection.setdefault(c["collection"], []).append(c)
-    errors: list[str] = []
-    for collection, members in by_collection.items():
-        payloads = index.fetch(collection, tenant, [c["pointId"] for c in members])
-        for c in members:
-            p = payloads.get(c["pointId"])
-            if p is None:
-                continue  # re-ingested or re-gated since the search: never shown
-            if not payload_passes_gates(p, tenant):
-                errors.append(f"rerank: the engine returned point {c['pointId']} that fails the gates; dropped")
-                continue
-            c.update(id=f"{p.get('docId')}#{p.get('chunk_index', 0)}", docId=p.get("docId", ""),
-                     assetId=p.get("assetId") or p.get("docId", ""), assetName=p.get("assetName") or p.get("docId", ""),
-                     content=p.get("text", ""),
-                     metadata={**(p.get("metadata") or {}), "header": p.get("header", ""), "language": p.get("language")})
-    return [c for c in chunks if c.get("content")], errors
+        by_collection.setdefault(c["collection"], []).append(c["pointId"])
+    flags: dict[str, set[str]] = {name: set() for name in conditions}
+    for collection, point_ids in by_collection.items():
+        for name, ids in index.matching(collection, tenant, point_ids, conditions).items():
+            flags[name] |= ids
+    return flags
 
 
-def apply_boosts(chunks: list[Chunk], policy_rerank: dict, current_year: int) -> list[Chunk]:
-    boosts = policy_rerank.get("boosts", {})
-    recency, playbook = boosts.get("recency") or {}, boosts.get("playbook") or {}
-    playbook_types = set(playbook.get("doc_types", []))
+def apply_boosts(chunks: list[Chunk], boosts: dict[str, tuple[float, dict]], flags: dict[str, set[str]]) -> list[Chunk]:
     for chunk in chunks:
         applied, factor = [], 1.0
-        if recency and chunk_year(chunk) == current_year:
-            factor *= recency.get("factor", 1.0)
-            applied.append({"name": "recency", "factor": recency.get("factor", 1.0)})
-        if playbook and chunk.get("metadata", {}).get("docType") in playbook_types:
-            factor *= playbook.get("factor", 1.0)
-            applied.append({"name": "playbook", "factor": playbook.get("factor", 1.0)})
+        for name, (boost, _) in boosts.items():
+            if chunk["pointId"] in flags.get(name, ()):
+                factor *= boost
+                applied.append({"name": name, "factor": boost})
         raw = chunk["scores"]["rerank_base"] * factor
         chunk["scores"].update(boosts=applied, rerank=round(raw, 4))
         chunk["rerankScore"] = round(min(1.0, raw), 4)
     return sorted(chunks, key=lambda c: (-c["scores"]["rerank"], c["id"]))
+
+
+def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex) -> list[Chunk]:
+    """Name each chunk and give it its text and metadata (one engine call per collection, gated);
+    a chunk whose payload is gone (re-ingested or re-gated since the search) is dropped."""
+    by_collection: dict[str, list[str]] = {}
+    for c in chunks:
+        by_collection.setdefault(c["collection"], []).append(c["pointId"])
+    payloads: dict[str, dict] = {}
+    for collection, point_ids in by_collection.items():
+        payloads.update(index.fetch(collection, tenant, point_ids))
+    out = []
+    for c in chunks:
+        p = payloads.get(c["pointId"])
+        if p is None:
+            continue
+        c.update(id=f"{p.get('docId')}#{p.get('chunk_index', 0)}", docId=p.get("docId", ""),
+                 assetId=p.get("assetId") or p.get("docId", ""), assetName=p.get("assetName") or p.get("docId", ""),
+                 content=p.get("text", ""),
+                 metadata={**(p.get("metadata") or {}), "header": p.get("header", ""), "language": p.get("language")})
+        out.append(c)
+    return out
 
 
 def apply_budgets(chunks: list[Chunk], min_score: float, max_chunks: int, max_context_chars: int) -> list[Chunk]:
@@ -152,13 +157,16 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     profile = rag["profile"]
     max_chunks = int(rag.get("max_chunks") or cfg.get("top_n", 5))
     scored = base_scores(question_terms, fused, cfg)
-    max_factor = math.prod(f for _, f in boost_factors(cfg)) or 1.0
-    # Twice the budget, so the character limit still has chunks to choose from.
-    candidates = [c for c in contenders(scored, 2 * max_chunks, max_factor)
+    boosts = boost_conditions(cfg, int(year))
+    max_factor = math.prod(f for f, _ in boosts.values())
+    index = get_resources(ctx).index
+    # Twice the budget, so the character limit still has chunks to choose from. The engine says
+    # which boosts apply to the chunks that can still make the cut; texts are read only for the
+    # ones that do.
+    keep = 2 * max_chunks
+    candidates = [c for c in contenders(scored, keep, max_factor)
                   if c["scores"]["rerank_base"] * max_factor >= profile["min_score"]]
-    candidates, errors = hydrate(candidates, ctx.tenant, get_resources(ctx).index)
-    ranked = apply_boosts(candidates, cfg, int(year))
-    update: dict = {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}
-    if errors:
-        update["errors"] = errors
-    return update
+    ranked = apply_boosts(candidates, boosts, flag_chunks(candidates, ctx.tenant, index,
+                                                          {n: cond for n, (_, cond) in boosts.items()}))
+    ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][:keep], ctx.tenant, index)
+    return {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}

@@ -16,16 +16,15 @@ RRF_K = 60
 
 
 def reciprocal_rank_fusion(ranked_lists: list[list[Chunk]], k: int = RRF_K) -> list[Chunk]:
-    fused: dict[str, Chunk] = {}
+    first: dict[str, Chunk] = {}
     totals: dict[str, float] = {}
     for ranked in ranked_lists:
         for rank, chunk in enumerate(ranked, start=1):
             cid = chunk["id"]
             totals[cid] = totals.get(cid, 0.0) + 1.0 / (k + rank)
-            if cid not in fused:
-                fused[cid] = Chunk(**{**chunk, "scores": {}})
+            first.setdefault(cid, chunk)
     order = sorted(totals, key=lambda cid: (-totals[cid], cid))
-    return [Chunk(**{**fused[cid], "scores": {"fused": round(totals[cid], 6)}}) for cid in order]
+    return [Chunk(**{**first[cid], "scores": {"fused": round(totals[cid], 6)}}) for cid in order]
 
 
 def _best_engine_scores(lists: list[list[Chunk]]) -> dict[str, float]:

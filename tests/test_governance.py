@@ -227,3 +227,16 @@ def test_gated_docs_are_stored_but_not_served(corpus):
     assert total > len(acme_dense) + len(globex_dense)
     for doc_id in CANARIES:
         assert index.existing_hashes("documents", "acme", doc_id), doc_id
+
+
+@pytest.mark.parametrize("doc_id", sorted(CANARIES))
+def test_fetch_by_id_never_returns_a_gated_point(corpus, doc_id):
+    """Rerank fetches texts by point id; a gated point must not come back even when asked by id."""
+    ids = [point_id("acme", doc_id, i) for i in range(4)]
+    assert open_index(corpus.home).fetch("documents", "acme", ids) == {}
+
+
+def test_fetch_by_id_never_crosses_tenants(corpus):
+    ids = [point_id("acme", d, 0) for d in sorted(corpus.servable_ids("acme"))]
+    assert len(open_index(corpus.home).fetch("documents", "acme", ids)) == len(ids)
+    assert open_index(corpus.home).fetch("documents", "globex", ids) == {}

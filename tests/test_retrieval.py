@@ -199,3 +199,40 @@ def test_question_without_performance_words_has_no_performance_branch(ask):
     state = ask("Qual é o prazo médio de entrega do e-commerce no Nordeste?")
     assert state["rag"]["performance_injection"] is False
     assert all(r["kind"] == "sub_query" for r in state["hits"].values())
+
+
+# --- boosts -----------------------------------------------------------------------------------
+
+
+def test_boosts_follow_the_year_and_doc_type_of_each_chunk(ask, corpus):
+    from dataclasses import replace
+
+    ctx = replace(corpus.context("acme"), current_year=2026, top_n=10)
+    state = ask("O que o playbook de campanhas de inverno recomenda?", context=ctx)
+    assert state["reranked"]
+    seen_playbook = seen_other_year = False
+    for c in state["reranked"]:
+        meta = corpus.docs["acme"][c["docId"]]["metadata"]
+        year = int(str(meta.get("version") or meta.get("date"))[:4])
+        names = {b["name"] for b in c["scores"]["boosts"]}
+        assert ("recency" in names) == (year == 2026), c["docId"]
+        assert ("playbook" in names) == (meta.get("docType") == "playbook"), c["docId"]
+        factor = 1.0
+        for b in c["scores"]["boosts"]:
+            factor *= b["factor"]
+        assert abs(c["scores"]["rerank"] - c["scores"]["rerank_base"] * factor) < 1e-3
+        seen_playbook |= "playbook" in names
+        seen_other_year |= year != 2026
+    assert seen_playbook and seen_other_year
+
+
+def test_recency_boost_moves_with_the_current_year(ask, corpus):
+    from dataclasses import replace
+
+    q = "O que o playbook de campanhas de inverno recomenda?"
+    for year in (2025, 2026):
+        state = ask(q, context=replace(corpus.context("acme"), current_year=year, top_n=10))
+        boosted = {c["docId"] for c in state["reranked"] if any(b["name"] == "recency" for b in c["scores"]["boosts"])}
+        for doc_id in boosted:
+            meta = corpus.docs["acme"][doc_id]["metadata"]
+            assert str(meta.get("version") or meta.get("date")).startswith(str(year))
