@@ -42,7 +42,6 @@ import shutil
 import sys
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -554,7 +553,7 @@ def check_hits(hits, tenant: int, corpus: Corpus, where: str, query: np.ndarray 
     one) against numpy, and the hits' corpus rows."""
     name = tenant_name(tenant)
     stored = {str(r.id): r.payload or {} for r in shard.retrieve(
-        [uuid.UUID(str(h.point_id)) for h in hits], with_payload=[TENANT_FIELD, "isApprovedForAI", "status"],
+        [int(h.point_id) for h in hits], with_payload=[TENANT_FIELD, "isApprovedForAI", "status"],
         with_vector=False)}
     worst, rows = 0.0, []
     for h in hits:

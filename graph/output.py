@@ -15,6 +15,10 @@ def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
 
 
+def _rounded(value: Any) -> Any:
+    return round(value, 4) if isinstance(value, float) else value
+
+
 def source_of(chunk: Chunk) -> dict[str, Any]:
     """A retrieved chunk without its full content, with the breakdown of why it ranked where it did."""
     meta = chunk.get("metadata") or {}
@@ -23,12 +27,12 @@ def source_of(chunk: Chunk) -> dict[str, Any]:
         "docId": chunk["docId"],
         "assetId": chunk.get("assetId"),
         "assetName": chunk.get("assetName"),
-        "similarity": chunk.get("similarity"),
-        "rerankScore": chunk.get("rerankScore"),
+        "similarity": _rounded(chunk.get("similarity")),
+        "rerankScore": _rounded(chunk.get("rerankScore")),
         "rank": chunk.get("rank"),
         "metadata": {k: meta[k] for k in SOURCE_METADATA if meta.get(k) not in (None, "")},
         "snippet": snippet(chunk.get("content", "")),
-        "scores": chunk.get("scores", {}),
+        "scores": {k: _rounded(v) for k, v in (chunk.get("scores") or {}).items()},
     }
 
 

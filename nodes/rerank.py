@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections import Counter
 
 from langgraph.runtime import Runtime
 
@@ -28,8 +29,9 @@ from nodes.instrumentation import context_of, timed
 
 def term_weights(question_terms: set[int], chunk_terms: list[set[int]]) -> dict[int, float]:
     """IDF of each question term over the candidate chunks (rare terms discriminate more)."""
+    df = Counter(t for terms in chunk_terms for t in terms if t in question_terms)
     n = max(1, len(chunk_terms))
-    return {t: math.log(1 + n / (1 + sum(1 for c in chunk_terms if t in c))) for t in question_terms}
+    return {t: math.log(1 + n / (1 + df[t])) for t in question_terms}
 
 
 def lexical_coverage(weights: dict[int, float], terms: set[int]) -> float:
@@ -42,21 +44,19 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], policy_rerank: di
     weights = policy_rerank.get("weights", {})
     w_dense, w_lex, w_fused = weights.get("dense", 0.45), weights.get("lexical", 0.45), weights.get("fused", 0.1)
     calib = policy_rerank.get("dense_calibration", {})
-    floor, ceiling = calib.get("floor", 0.1), calib.get("ceiling", 0.6)
+    floor, span = calib.get("floor", 0.1), max(1e-9, calib.get("ceiling", 0.6) - calib.get("floor", 0.1))
     # Which question terms each chunk holds was answered by the engine's lexical index.
     c_terms = [set(c.get("matchedTerms") or ()) for c in chunks]
     idf = term_weights(question_terms, c_terms)
     best_fused = max((c["scores"].get("fused", 0.0) for c in chunks), default=0.0) or 1.0
     out = []
     for chunk, terms in zip(chunks, c_terms):
-        dense = min(1.0, max(0.0, (chunk.get("similarity", 0.0) - floor) / max(1e-9, ceiling - floor)))
+        dense = min(1.0, max(0.0, (chunk.get("similarity", 0.0) - floor) / span))
         lexical = lexical_coverage(idf, terms)
         fused = chunk["scores"].get("fused", 0.0) / best_fused
-        scored = Chunk(**chunk)
-        scored["scores"] = {**chunk["scores"], "dense_relevance": round(dense, 4), "lexical_relevance": round(lexical, 4),
-                            "fused_relevance": round(fused, 4),
-                            "rerank_base": round(w_dense * dense + w_lex * lexical + w_fused * fused, 4)}
-        out.append(scored)
+        scores = dict(chunk["scores"], dense_relevance=dense, lexical_relevance=lexical, fused_relevance=fused,
+                      rerank_base=w_dense * dense + w_lex * lexical + w_fused * fused)
+        out.append(dict(chunk, scores=scores))
     out.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
     return out
 
@@ -101,8 +101,8 @@ def apply_boosts(chunks: list[Chunk], boosts: dict[str, tuple[float, dict]], fla
                 factor *= boost
                 applied.append({"name": name, "factor": boost})
         raw = chunk["scores"]["rerank_base"] * factor
-        chunk["scores"].update(boosts=applied, rerank=round(raw, 4))
-        chunk["rerankScore"] = round(min(1.0, raw), 4)
+        chunk["scores"].update(boosts=applied, rerank=raw)
+        chunk["rerankScore"] = min(1.0, raw)
     return sorted(chunks, key=lambda c: (-c["scores"]["rerank"], c["id"]))
 
 

@@ -42,9 +42,9 @@ def to_chunk(hit: SearchHit, collection: str) -> Chunk:
         id=hit.point_id,  # until rerank fetches it and names it "<docId>#<chunk index>"
         pointId=hit.point_id,
         collection=collection,
-        similarity=round(hit.similarity or 0.0, 6),  # cosine to the original question
-        matchedTerms=list(hit.matched_terms),
-        scores={"engine": round(hit.score, 6), "list_rank": hit.rank},
+        similarity=hit.similarity or 0.0,  # cosine to the original question
+        matchedTerms=hit.matched_terms,
+        scores={"engine": hit.score, "list_rank": hit.rank},
     )
 
 

@@ -24,7 +24,7 @@ def reciprocal_rank_fusion(ranked_lists: list[list[Chunk]], k: int = RRF_K) -> l
             totals[cid] = totals.get(cid, 0.0) + 1.0 / (k + rank)
             first.setdefault(cid, chunk)
     order = sorted(totals, key=lambda cid: (-totals[cid], cid))
-    return [Chunk(**{**first[cid], "scores": {"fused": round(totals[cid], 6)}}) for cid in order]
+    return [Chunk(**{**first[cid], "scores": {"fused": totals[cid]}}) for cid in order]
 
 
 def _best_engine_scores(lists: list[list[Chunk]]) -> dict[str, float]:

@@ -94,7 +94,7 @@ def test_ingest_reported_the_false_brand_claim(corpus):
 
 # Every point id the samples can produce, to name the (tenant, document) behind a search hit:
 # hits carry only point ids until rerank fetches the few it keeps.
-_POINTS = {point_id(tenant, doc_id, i): (tenant, doc_id)
+_POINTS = {str(point_id(tenant, doc_id, i)): (tenant, doc_id)
            for tenant in ("acme", "globex") for doc_id in _sample_ids(tenant) for i in range(64)}
 
 
@@ -180,10 +180,8 @@ def _search(corpus, tenant, text, filters=None, limit=1000):
 def _raw_payloads(corpus, hits) -> list[dict]:
     """The stored payloads of these hits, read straight from the shard with no gate, so the check
     below does not trust the same filter it is checking."""
-    import uuid
-
     shard = open_index(corpus.home)._shard("documents")
-    records = shard.retrieve([uuid.UUID(h.point_id) for h in hits], with_payload=True, with_vector=False)
+    records = shard.retrieve([int(h.point_id) for h in hits], with_payload=True, with_vector=False)
     assert len(records) == len(hits)
     return [dict(r.payload) for r in records]
 
@@ -232,11 +230,11 @@ def test_gated_docs_are_stored_but_not_served(corpus):
 @pytest.mark.parametrize("doc_id", sorted(CANARIES))
 def test_fetch_by_id_never_returns_a_gated_point(corpus, doc_id):
     """Rerank fetches texts by point id; a gated point must not come back even when asked by id."""
-    ids = [point_id("acme", doc_id, i) for i in range(4)]
+    ids = [str(point_id("acme", doc_id, i)) for i in range(4)]
     assert open_index(corpus.home).fetch("documents", "acme", ids) == {}
 
 
 def test_fetch_by_id_never_crosses_tenants(corpus):
-    ids = [point_id("acme", d, 0) for d in sorted(corpus.servable_ids("acme"))]
+    ids = [str(point_id("acme", d, 0)) for d in sorted(corpus.servable_ids("acme"))]
     assert len(open_index(corpus.home).fetch("documents", "acme", ids)) == len(ids)
     assert open_index(corpus.home).fetch("documents", "globex", ids) == {}

@@ -184,7 +184,7 @@ def test_performance_question_adds_performance_branch(ask, corpus):
     chunks = perf[0]["dense"] + perf[0]["lexical"]
     assert chunks
     perf_docs = {i for i, d in corpus.docs["acme"].items() if d["metadata"].get("docType") == "performance"}
-    perf_points = {point_id("acme", d, i) for d in perf_docs for i in range(8)}
+    perf_points = {str(point_id("acme", d, i)) for d in perf_docs for i in range(8)}
     for c in chunks:
         assert c["pointId"] in perf_points
     # the snapshot is rendered into the indexed text, so what compose sees carries it
