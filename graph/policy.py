@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -176,12 +177,21 @@ def validate_policy(raw: Any, path: str) -> Policy:
 
 
 _cache: dict[str, tuple[tuple[int, int], Policy]] = {}
+_checked_at: dict[str, float] = {}
 _cache_lock = threading.Lock()
+# Every node asks for the policy; the file is looked at (stat) at most this often per path.
+RECHECK_SECONDS = 1.0
 
 
 def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
-    """Load and validate a policy, cached until the file changes (mtime and size)."""
+    """Load and validate a policy, cached until the file changes (mtime and size, looked at no more
+    than once a second)."""
     resolved = str(Path(path) if path else DEFAULT_POLICY_PATH)
+    now = time.monotonic()
+    with _cache_lock:
+        hit = _cache.get(resolved)
+        if hit and now - _checked_at.get(resolved, 0.0) < RECHECK_SECONDS:
+            return hit[1]
     try:
         st = os.stat(resolved)
     except FileNotFoundError:
@@ -192,6 +202,7 @@ def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
     with _cache_lock:
         hit = _cache.get(resolved)
         if hit and hit[0] == stamp:
+            _checked_at[resolved] = now
             return hit[1]
     try:
         with open(resolved, encoding="utf-8") as fh:
@@ -205,4 +216,5 @@ def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
     policy = validate_policy(raw, resolved)
     with _cache_lock:
         _cache[resolved] = (stamp, policy)
+        _checked_at[resolved] = now
     return policy

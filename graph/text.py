@@ -44,14 +44,21 @@ def has_any_phrase(text: str, phrases: Iterable[str]) -> bool:
     return any(_phrase_pattern(p).search(folded) for p in phrases)
 
 
+@functools.lru_cache(maxsize=32)
+def _distinct_markers(markers: tuple[tuple[str, tuple[str, ...]], ...]) -> dict[str, frozenset[str]]:
+    """Each language's markers minus the words another language lists too."""
+    sets = {lang: {fold(w) for w in words} for lang, words in markers}
+    return {lang: frozenset(ws - {w for other, os_ in sets.items() if other != lang for w in os_})
+            for lang, ws in sets.items()}
+
+
 def detect_language(text: str, markers: Mapping[str, Sequence[str]], default: str = "en") -> str:
     """The language whose marker words occur most often in `text`; `default` on a tie. A word listed
     for several languages ("a", "do") says nothing and is ignored."""
     tokens = _WORD.findall(fold(text))
     best, best_hits = default, 0
-    sets = {lang: {fold(w) for w in words} for lang, words in markers.items()}
-    shared = {w for lang, ws in sets.items() for other, os_ in sets.items() if other != lang for w in ws & os_}
-    scores = {lang: sum(1 for t in tokens if t in ws and t not in shared) for lang, ws in sets.items()}
+    sets = _distinct_markers(tuple((lang, tuple(words)) for lang, words in markers.items()))
+    scores = {lang: sum(1 for t in tokens if t in ws) for lang, ws in sets.items()}
     for lang, hits in scores.items():
         if hits > best_hits or (hits == best_hits and hits > 0 and lang == default):
             best, best_hits = lang, hits

@@ -348,15 +348,21 @@ def _hits(points: list[tuple[Any, float]], similarity: dict, matched: dict) -> l
 
 
 _indexes: dict[str, EdgeVectorIndex] = {}
+_by_given_path: dict[str, EdgeVectorIndex] = {}  # skips resolve() (syscalls) on every call
 _indexes_lock = threading.Lock()
 
 
 def open_index(home: Path) -> EdgeVectorIndex:
     """The process-wide index for a data folder (the engine allows one opener per folder)."""
+    given = str(home)
+    index = _by_given_path.get(given)
+    if index is not None:
+        return index
     key = str(Path(home).resolve())
     with _indexes_lock:
         if key not in _indexes:
             _indexes[key] = EdgeVectorIndex(Path(key))
+        _by_given_path[given] = _indexes[key]
         return _indexes[key]
 
 
@@ -365,3 +371,4 @@ def close_all() -> None:
         for index in _indexes.values():
             index.close()
         _indexes.clear()
+        _by_given_path.clear()

@@ -253,11 +253,17 @@ def test_bad_field_type_is_a_policy_error_and_graph_survives(write_policy, tmp_p
     _assert_well_formed_disabled(state, "en")
 
 
-def test_policy_is_reloaded_when_the_file_changes(write_policy):
+def test_policy_is_reloaded_when_the_file_changes(write_policy, monkeypatch):
+    import graph.policy
+
     path = write_policy()
     assert load_policy(path).routing["fallback_intent"] == "knowledge"
     text = path.read_text(encoding="utf-8").replace("fallback_intent: knowledge", "fallback_intent: news")
     path.write_text(text + "\n# changed\n", encoding="utf-8")
+    # Within the re-check interval the file is not even looked at...
+    assert load_policy(path).routing["fallback_intent"] == "knowledge"
+    # ...after it, the change is picked up.
+    monkeypatch.setattr(graph.policy, "RECHECK_SECONDS", 0.0)
     assert load_policy(path).routing["fallback_intent"] == "news"
 
 
