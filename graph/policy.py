@@ -7,6 +7,7 @@ never read YAML themselves: they call `load_policy()` and get a validated `Polic
 
 from __future__ import annotations
 
+import datetime
 import os
 import threading
 import time
@@ -82,6 +83,18 @@ class Policy:
 
     def section(self, name: str) -> dict[str, Any]:
         return self.raw.get(name) or {}
+
+    def boosts(self, current_year: int | None = None) -> dict[str, tuple[float, dict[str, Any]]]:
+        """Each rerank boost as (factor, condition on indexed payload fields): recency applies to
+        chunks whose `year` is the current year, playbook to chunks whose `docType` is listed."""
+        cfg = self.section("rerank").get("boosts") or {}
+        out: dict[str, tuple[float, dict[str, Any]]] = {}
+        if cfg.get("recency"):
+            year = current_year or cfg["recency"].get("current_year") or datetime.date.today().year
+            out["recency"] = (float(cfg["recency"].get("factor", 1.0)), {"year": int(year)})
+        if (cfg.get("playbook") or {}).get("doc_types"):
+            out["playbook"] = (float(cfg["playbook"].get("factor", 1.0)), {"docType": list(cfg["playbook"]["doc_types"])})
+        return out
 
 
 def _fail(path: str, msg: str) -> PolicyError:

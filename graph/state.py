@@ -50,6 +50,7 @@ class Chunk(TypedDict, total=False):
     id: str                    # "<docId>#<chunk index>"
     pointId: str               # the engine's point id
     matchedTerms: list[int]    # lexical term ids of the original question that the chunk holds
+    flags: list[str]           # rerank boosts whose conditions the chunk meets (decided by the engine)
     docId: str
     assetId: str
     assetName: str

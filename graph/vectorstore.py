@@ -103,6 +103,7 @@ class SearchHit:
     rank: int
     similarity: float | None = None  # cosine to `similarity_to` (the original question), when asked
     matched_terms: list[int] = field(default_factory=list)  # which of `match_terms` the chunk holds
+    flags: list[str] = field(default_factory=list)  # which of the named `flags` conditions it meets
 
 
 def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None) -> Filter:
@@ -135,21 +136,18 @@ class VectorIndex(Protocol):
     def search(
         self, collection: str, *, dense: list[float], sparse: SparseVector, tenant: str,
         filters: dict[str, Any] | None, limit: int, similarity_to: list[float] | None = None,
-        match_terms: list[int] | None = None,
+        match_terms: list[int] | None = None, flags: dict[str, dict[str, Any]] | None = None,
     ) -> tuple[list[SearchHit], list[SearchHit]]:
         """Dense and lexical result lists, both gated: point ids and scores, no payload (reading a
         payload costs the engine ~10 µs a point; `fetch` reads them for the few chunks that survive
         reranking). With `similarity_to`, each hit carries its cosine to that vector; with
-        `match_terms` (lexical term ids), the ones its text contains."""
+        `match_terms` (lexical term ids), the ones its text contains; with `flags` (named conditions
+        {field: value or [values]} on indexed fields, e.g. the rerank boosts), the names it meets."""
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
         """Payloads of these points (all fields, or just `fields`); a point that fails the gates
         is absent."""
-
-    def matching(self, collection: str, tenant: str, point_ids: list[str],
-                 conditions: dict[str, dict[str, Any]]) -> dict[str, set[str]]:
-        """For each named condition ({field: value or [values]}), which of these points satisfy it."""
 
     def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]: ...
 
@@ -231,7 +229,8 @@ class EdgeVectorIndex:
             shard.optimize()
 
     # --- reads ------------------------------------------------------------------------------
-    def search(self, collection, *, dense, sparse, tenant, filters, limit, similarity_to=None, match_terms=None):
+    def search(self, collection, *, dense, sparse, tenant, filters, limit, similarity_to=None, match_terms=None,
+               flags=None):
         gate = governance_filter(tenant, filters)  # raises before touching the engine
         shard = self._shard(collection)
         if shard is None:
@@ -247,23 +246,35 @@ class EdgeVectorIndex:
         ids = list(dict.fromkeys([i for i, _ in dense_res] + [i for i, _ in sparse_res]))
         similarity: dict[Any, float] = {}
         matched: dict[Any, list[int]] = {}
+        flagged: dict[Any, list[str]] = {}
         if ids and (similarity_to is not None or match_terms):
             # Over just the union of both lists, the engine scores the similarity to the original
-            # question and says which chunks hold each question term: no vectors or texts cross
-            # into Python for this. Every request still carries the gate.
-            only_these = Filter(must=[*gate.must, HasIdCondition(set(ids))])
+            # question, says which chunks hold each question term and which meet each flag
+            # condition: no vectors, texts or payloads cross into Python for this. Every request
+            # still carries the gate.
+            only_these = [*gate.must, HasIdCondition(set(ids))]
+            exact = SearchParams(exact=True)
+            terms = list(match_terms or [])
+            named = list((flags or {}).items()) if similarity_to is not None else []
             requests = [QueryRequest(query=Query.Nearest(SparseVector([t], [1.0]), using=SPARSE), limit=len(ids),
-                                     filter=only_these, with_payload=False) for t in (match_terms or [])]
+                                     filter=Filter(must=only_these), with_payload=False) for t in terms]
+            for _, condition in named:
+                requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
+                                             filter=Filter(must=[*only_these, *_conditions(condition)]),
+                                             with_payload=False, params=exact))
             if similarity_to is not None:
                 requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
-                                             filter=only_these, with_payload=False, params=SearchParams(exact=True)))
+                                             filter=Filter(must=only_these), with_payload=False, params=exact))
             results = shard.query_batch(QueryBatchRequest(requests))
             if similarity_to is not None:
                 similarity = {p.id: float(p.score) for p in results.pop()}
-            for term, holders in zip(match_terms or [], results):
+            for term, holders in zip(terms, results):
                 for p in holders:
                     matched.setdefault(p.id, []).append(term)
-        return _hits(dense_res, similarity, matched), _hits(sparse_res, similarity, matched)
+            for (name, _), holders in zip(named, results[len(terms):]):
+                for p in holders:
+                    flagged.setdefault(p.id, []).append(name)
+        return _hits(dense_res, similarity, matched, flagged), _hits(sparse_res, similarity, matched, flagged)
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -279,22 +290,6 @@ class EdgeVectorIndex:
             payload = dict(r.payload or {})
             if payload_passes_gates(payload, tenant):
                 out[str(r.id)] = payload
-        return out
-
-    def matching(self, collection, tenant, point_ids, conditions):
-        gate = governance_filter(tenant)
-        shard = self._shard(collection)
-        out: dict[str, set[str]] = {name: set() for name in conditions}
-        if shard is None or not point_ids:
-            return out
-        these = HasIdCondition({int(i) for i in point_ids})
-        for name, fields in conditions.items():
-            must = [*gate.must, these]
-            for key, value in fields.items():
-                match = MatchAny(list(value)) if isinstance(value, (list, tuple, set)) else MatchValue(value)
-                must.append(FieldCondition(key=key, match=match))
-            records, _ = shard.scroll(ScrollRequest(limit=len(point_ids), filter=Filter(must=must), with_payload=False))
-            out[name] = {str(r.id) for r in records}
         return out
 
     def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]:
@@ -341,9 +336,14 @@ class EdgeVectorIndex:
             self._shards.clear()
 
 
-def _hits(points: list[tuple[Any, float]], similarity: dict, matched: dict) -> list[SearchHit]:
+def _conditions(fields: dict[str, Any]) -> list[FieldCondition]:
+    return [FieldCondition(key=key, match=MatchAny(list(v)) if isinstance(v, (list, tuple, set)) else MatchValue(v))
+            for key, v in fields.items()]
+
+
+def _hits(points: list[tuple[Any, float]], similarity: dict, matched: dict, flagged: dict) -> list[SearchHit]:
     return [SearchHit(point_id=str(pid), score=float(score), rank=rank, similarity=similarity.get(pid),
-                      matched_terms=matched.get(pid, []))
+                      matched_terms=matched.get(pid, []), flags=flagged.get(pid, []))
             for rank, (pid, score) in enumerate(points, start=1)]
 
 

@@ -4,16 +4,15 @@ Embedded reranker (`local/hybrid`, no downloaded model): a blend of
   dense   — cosine of question and chunk, calibrated to 0–1 by the policy's floor/ceiling;
   lexical — share of the question's terms (stemmed, IDF-weighted over the candidates) in the chunk;
   fused   — the RRF score relative to the best one.
-Both signals were computed inside the engine during retrieval, so scoring reads no text. The
-boosts (recency: the chunk's `year` is the current year; playbook: its `docType`) multiply, decided
-by the engine's payload indexes for the chunks that can still make the cut; then `min_score`
-drops, the survivors' texts are fetched (gated again), and `max_chunks` / `max_context_chars` cut.
+Both signals were computed inside the engine during retrieval, so scoring reads no text. So were the
+boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
+which multiply here; then `min_score` drops, the survivors' texts are fetched (gated again), and
+`max_chunks` / `max_context_chars` cut.
 Every chunk keeps its score breakdown.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import math
 from collections import Counter
 
@@ -61,43 +60,11 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], policy_rerank: di
     return out
 
 
-def boost_conditions(policy_rerank: dict, current_year: int) -> dict[str, tuple[float, dict]]:
-    """Each policy boost as (factor, engine condition on indexed payload fields)."""
-    boosts = policy_rerank.get("boosts", {})
-    out: dict[str, tuple[float, dict]] = {}
-    if boosts.get("recency"):
-        out["recency"] = (float(boosts["recency"].get("factor", 1.0)), {"year": int(current_year)})
-    if (boosts.get("playbook") or {}).get("doc_types"):
-        out["playbook"] = (float(boosts["playbook"].get("factor", 1.0)), {"docType": list(boosts["playbook"]["doc_types"])})
-    return out
-
-
-def contenders(scored: list[Chunk], keep: int, max_factor: float) -> list[Chunk]:
-    """The chunks that can still be among the best `keep` once boosted: any chunk whose base score,
-    boosted by every boost there is, stays below the keep-th best base score cannot make it."""
-    if len(scored) <= keep:
-        return scored
-    bar = scored[keep - 1]["scores"]["rerank_base"]
-    return [c for c in scored if c["scores"]["rerank_base"] * max_factor >= bar]
-
-
-def flag_chunks(chunks: list[Chunk], tenant: str, index: VectorIndex, conditions: dict[str, dict]) -> dict[str, set[str]]:
-    """Which chunks each boost applies to, asked of the engine's payload indexes (no payload read)."""
-    by_collection: dict[str, list[str]] = {}
-    for c in chunks:
-        by_collection.setdefault(c["collection"], []).append(c["pointId"])
-    flags: dict[str, set[str]] = {name: set() for name in conditions}
-    for collection, point_ids in by_collection.items():
-        for name, ids in index.matching(collection, tenant, point_ids, conditions).items():
-            flags[name] |= ids
-    return flags
-
-
-def apply_boosts(chunks: list[Chunk], boosts: dict[str, tuple[float, dict]], flags: dict[str, set[str]]) -> list[Chunk]:
+def apply_boosts(chunks: list[Chunk], boosts: dict[str, tuple[float, dict]]) -> list[Chunk]:
     for chunk in chunks:
         applied, factor = [], 1.0
         for name, (boost, _) in boosts.items():
-            if chunk["pointId"] in flags.get(name, ()):
+            if name in (chunk.get("flags") or ()):
                 factor *= boost
                 applied.append({"name": name, "factor": boost})
         raw = chunk["scores"]["rerank_base"] * factor
@@ -152,21 +119,13 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         return {"reranked": []}
     policy = load_policy(ctx.policy_path)
     cfg = policy.section("rerank")
-    year = ctx.current_year or (cfg.get("boosts", {}).get("recency") or {}).get("current_year") or _dt.date.today().year
     question_terms = set(get_analyzer(policy).terms(state["question"], rag.get("language", "en")))
     profile = rag["profile"]
     max_chunks = int(rag.get("max_chunks") or cfg.get("top_n", 5))
     scored = base_scores(question_terms, fused, cfg)
-    boosts = boost_conditions(cfg, int(year))
-    max_factor = math.prod(f for f, _ in boosts.values())
-    index = get_resources(ctx).index
-    # Twice the budget, so the character limit still has chunks to choose from. The engine says
-    # which boosts apply to the chunks that can still make the cut; texts are read only for the
-    # ones that do.
-    keep = 2 * max_chunks
-    candidates = [c for c in contenders(scored, keep, max_factor)
-                  if c["scores"]["rerank_base"] * max_factor >= profile["min_score"]]
-    ranked = apply_boosts(candidates, boosts, flag_chunks(candidates, ctx.tenant, index,
-                                                          {n: cond for n, (_, cond) in boosts.items()}))
-    ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][:keep], ctx.tenant, index)
+    ranked = apply_boosts(scored, policy.boosts(ctx.current_year))
+    # Texts are read only for the chunks that made the cut once boosted: twice the budget, so the
+    # character limit still has chunks to choose from.
+    ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][: 2 * max_chunks],
+                         ctx.tenant, get_resources(ctx).index)
     return {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}

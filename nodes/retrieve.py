@@ -44,6 +44,7 @@ def to_chunk(hit: SearchHit, collection: str) -> Chunk:
         collection=collection,
         similarity=hit.similarity or 0.0,  # cosine to the original question
         matchedTerms=hit.matched_terms,
+        flags=hit.flags,
         scores={"engine": hit.score, "list_rank": hit.rank},
     )
 
@@ -82,11 +83,13 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         sparse = analyzer.query_vector(task["sub_query"], language)
         question_terms = sorted(analyzer.terms(task["question"], language))
         limit = int(rag["profile"]["k"])
+        # The engine marks which chunks each rerank boost applies to, while it has them at hand.
+        boost_flags = {name: cond for name, (_, cond) in policy.boosts(ctx.current_year).items()}
         dense_lists, lexical_lists = [], []
         for collection in rag["collections"]:
             dense, lexical = res.index.search(collection, dense=query_vector, sparse=sparse, tenant=ctx.tenant,
                                               filters=filters, limit=limit, similarity_to=question_vector,
-                                              match_terms=question_terms)
+                                              match_terms=question_terms, flags=boost_flags)
             dense_lists.append((collection, dense))
             lexical_lists.append((collection, lexical))
         result["dense"] = merge_lists(dense_lists, limit)
