@@ -199,7 +199,7 @@ class Corpus:
 
     def row_by_point(self, pid: str) -> int | None:
         if self._by_point is None:
-            self._by_point = {point_id(tenant_name(d.tenant), d.doc_id, i): d.start + i
+            self._by_point = {str(point_id(tenant_name(d.tenant), d.doc_id, i)): d.start + i
                               for d in self.docs for i in range(d.n_chunks)}
         return self._by_point.get(pid)
 

@@ -1,7 +1,8 @@
 """Wiring only: the nodes, their edges and the conditions between them.
 
-route_gate → decompose → retrieve ×N (parallel, Send) → rrf → rerank → compose → judge
+route_gate → decompose? → retrieve ×N (parallel, Send) → rrf → rerank → compose → judge
 → memory_shield, with BLOCK → safe_response → memory_shield, and retrieval disabled → compose.
+Only questions route_gate scored as complex go through decompose.
 """
 
 from __future__ import annotations
@@ -36,8 +37,12 @@ NODES: dict[str, Callable[..., Any]] = {
 }
 
 
-def after_route_gate(state: State) -> str:
-    return "decompose" if state["rag"].get("enabled") else "compose"
+def after_route_gate(state: State) -> str | list:
+    if not state["rag"].get("enabled"):
+        return "compose"
+    if (state.get("decomposition") or {}).get("complex"):
+        return "decompose"
+    return fan_out(state)
 
 
 def after_judge(state: State) -> str:
@@ -51,7 +56,7 @@ def build_graph(nodes: dict[str, Callable[..., Any]] | None = None) -> StateGrap
     for name, fn in impl.items():
         builder.add_node(name, fn)
     builder.add_edge(START, "route_gate")
-    builder.add_conditional_edges("route_gate", after_route_gate, ["decompose", "compose"])
+    builder.add_conditional_edges("route_gate", after_route_gate, ["decompose", "retrieve", "compose"])
     builder.add_conditional_edges("decompose", fan_out, ["retrieve"])
     builder.add_edge("retrieve", "rrf")
     builder.add_edge("rrf", "rerank")

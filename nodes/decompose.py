@@ -123,21 +123,27 @@ def _clean(parts: list[str], question: str, max_n: int) -> list[str]:
     return out[:max_n] if len(out) >= 2 else [question]
 
 
+def assess(question: str, policy: Policy) -> dict:
+    """The decomposition record route_gate writes: the complexity score, its reasons, and whether
+    the question goes through `decompose` at all (simple questions skip the node)."""
+    decide, score, reasons = complexity(question, policy)
+    return {"complex": decide, "decomposed": False, "score": score, "method": "none", "reasons": reasons}
+
+
 @timed("decompose")
 def decompose(state: State, runtime: Runtime[Context]) -> dict:
+    """Runs for the questions route_gate found complex: split them, or fall back to the original."""
     ctx = context_of(runtime)
     question = state["question"]
     language = state.get("language", "en")
+    info = dict(state.get("decomposition") or {})
     try:
-        policy = load_policy(ctx.policy_path)
-        decide, score, reasons = complexity(question, policy)
-        sub_queries = split_question(question, policy, language) if decide else [question]
+        sub_queries = split_question(question, load_policy(ctx.policy_path), language)
     except (PolicyError, KeyError, ValueError, re.error) as exc:
-        return {"sub_queries": [question],
-                "decomposition": {"decomposed": False, "score": 0.0, "method": "fallback", "reasons": [],
-                                  "error": f"decomposition failed, using the original question: {exc}"}}
+        info.update(decomposed=False, method="fallback", error=f"decomposition failed, using the original question: {exc}")
+        return {"sub_queries": [question], "decomposition": info}
     decomposed = len(sub_queries) >= 2
-    info = {"decomposed": decomposed, "score": score, "method": "rules" if decomposed else "none", "reasons": reasons}
-    if decide and not decomposed:
+    info.update(decomposed=decomposed, method="rules" if decomposed else "none")
+    if not decomposed:
         info["note"] = "complex, but no split gave two independent sub-queries: using the original question"
     return {"sub_queries": sub_queries, "decomposition": info}

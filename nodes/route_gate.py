@@ -15,6 +15,7 @@ from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
 from graph.state import RouteRecord, State
 from graph.text import count_phrases, detect_language, has_any_phrase
+from nodes.decompose import assess
 from nodes.instrumentation import context_of, timed
 
 
@@ -104,6 +105,8 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
     else:
         allowed, why = policy.intent_allowed(intent)
         record["enabled"] = allowed
+        if allowed:
+            update["decomposition"] = assess(question, policy)
         if not allowed:
             record["error"] = f"retrieval disabled: {why}"
             record["disabled_reason"] = "intent_denied" if intent in policy.routing.get("deny_intents", []) else "intent_unlisted"
