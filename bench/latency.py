@@ -602,6 +602,9 @@ def retrieval_phase(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyz
     # ...and, when supported, the question's analyzer terms (the engine reports which hits hold each).
     with_similarity = search_supports(index, "similarity_to")
     with_terms = search_supports(index, "match_terms")
+    # ...and the rerank boosts' conditions (the engine marks which hits each applies to).
+    with_flags = search_supports(index, "flags")
+    boost_flags = {name: cond for name, (_, cond) in load_policy(DEFAULT_POLICY_PATH).boosts().items()}
     for q in queries:
         q["terms"] = sorted(analyzer.terms(q["text"], q["lang"]))
 
@@ -610,6 +613,8 @@ def retrieval_phase(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyz
         kw = {"similarity_to": dense} if with_similarity else {}
         if with_terms:
             kw["match_terms"] = q["terms"]
+        if with_flags:
+            kw["flags"] = boost_flags
         return index.search(COLLECTION, dense=dense, sparse=q["sparse"], tenant=tenant_name(q["tenant"]),
                             filters=None, limit=args.limit, **kw)
 
@@ -673,7 +678,7 @@ def retrieval_phase(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyz
         "p50": pct(lat, 50), "p95": pct(lat, 95), "p99": pct(lat, 99), "mean": float(np.mean(lat)),
         "recall_mean": float(np.mean(recalls)), "recall_min": float(np.min(recalls)),
         "max_score_err": score_err, "max_similarity_err": sim_err, "with_similarity": with_similarity,
-        "with_terms": with_terms,
+        "with_terms": with_terms, "with_flags": with_flags,
         "dense_hits_mean": float(np.mean(dense_n)), "lex_hits_mean": float(np.mean(lex_n)),
         "gated_per_tenant": int(np.median(gated_per_tenant)),
         "engine_p50": pct(engine, 50), "engine_calls": float(np.mean(calls)),
@@ -1186,7 +1191,8 @@ def report(args, stored: dict, ret: dict, gr: dict | None, embed_rate: float | N
         lines.append(f"| For comparison: embedding with {USE_MODEL} (batch of {args.embed_sample} chunks; not in the "
                      f"load figure) | {embed_rate:,.0f} chunks/s | | B |")
     sim = "".join(f"with `{k}`, " for k, on in (("similarity_to", ret["with_similarity"]),
-                                               ("match_terms", ret.get("with_terms"))) if on)
+                                               ("match_terms", ret.get("with_terms")),
+                                               ("flags", ret.get("with_flags"))) if on)
     lines += [
         f"| **Retrieval, one sub-query, all gates**: `index.search` ({sim}dense + BM25 lists, limit "
         f"{args.limit}), p50 | **{fmt(ret['p50'])}** | ≤ 5 ms {ok(ret['p50'] <= 5.0)} | B |",
