@@ -39,9 +39,16 @@ def count_phrases(text: str, phrases: Iterable[str]) -> dict[str, int]:
     return hits
 
 
+@functools.lru_cache(maxsize=256)
+def _any_phrase_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    alternatives = [r"\s+".join(map(re.escape, fold(p).split())) for p in phrases if p.strip()]
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.UNICODE) if alternatives else None
+
+
 def has_any_phrase(text: str, phrases: Iterable[str]) -> bool:
-    folded = fold(text)
-    return any(_phrase_pattern(p).search(folded) for p in phrases)
+    """Whether any phrase occurs in `text` on word boundaries (one combined pattern per list)."""
+    pattern = _any_phrase_pattern(tuple(phrases))
+    return bool(pattern and pattern.search(fold(text)))
 
 
 @functools.lru_cache(maxsize=32)

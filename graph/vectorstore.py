@@ -56,6 +56,8 @@ KEYWORD_INDEXES = ("status", "isApprovedForAI", "docType", "category", "docId", 
 INTEGER_INDEXES = ("year",)
 
 DENSE, SPARSE = "dense", "bm25"
+# Layout of a collection (point ids, payload fields, indexes); a collection of another schema is refused.
+COLLECTION_SCHEMA = 2
 # Every search is tenant-filtered. When the gated set is small (≲ 10k chunks of 512 dims: 20 MB of
 # vectors), the planner scans it exactly; above that, filtered HNSW with a wide beam. Measured at
 # 100k chunks / 20 tenants (bench/RESULTS.md): exact recall at ~1.4 ms, where plain HNSW gave 0.92
@@ -180,8 +182,13 @@ class EdgeVectorIndex:
             if collection in self._shards:
                 return self._shards[collection]
             shard_dir = self.root / collection / "shard"
-            if not self._manifest_path(collection).exists() or not shard_dir.exists():
+            manifest = self.manifest(collection)
+            if manifest is None or not shard_dir.exists():
                 return None
+            if manifest.get("schema") != COLLECTION_SCHEMA:
+                raise CollectionError(
+                    f"collection '{collection}' in {self.root} was written by an older ragate (schema "
+                    f"{manifest.get('schema')}, now {COLLECTION_SCHEMA}); ingest into a new collection or home")
             shard = EdgeShard.load(str(shard_dir))
             self._shards[collection] = shard
             return shard
@@ -192,6 +199,7 @@ class EdgeVectorIndex:
         with self._lock:
             manifest = self.manifest(collection)
             if manifest is not None:
+                self._shard(collection)  # refuses another schema
                 if manifest["embedding_model"] != embedding_model or manifest["dimensions"] != dimensions:
                     raise CollectionError(
                         f"collection '{collection}' was built with {manifest['embedding_model']} "
@@ -216,7 +224,8 @@ class EdgeVectorIndex:
             self._shards[collection] = shard
             # The manifest is written last: a folder without it is an unfinished create.
             tmp = self._manifest_path(collection).with_suffix(".tmp")
-            tmp.write_text(json.dumps({"embedding_model": embedding_model, "dimensions": dimensions, "schema": 1}))
+            tmp.write_text(json.dumps({"embedding_model": embedding_model, "dimensions": dimensions,
+                                       "schema": COLLECTION_SCHEMA}))
             tmp.replace(self._manifest_path(collection))
 
     def count(self, collection: str) -> int:
