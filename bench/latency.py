@@ -54,8 +54,9 @@ if str(ROOT) not in sys.path:  # `python bench/latency.py` from a checkout witho
 
 from graph.policy import DEFAULT_POLICY_PATH, load_policy  # noqa: E402
 from graph.resources import get_analyzer  # noqa: E402
-from graph.vectorstore import (  # noqa: E402
+from graph.vectorstore import (
     APPROVED_STATUSES,
+    COLLECTION_SCHEMA,
     TENANT_FIELD,
     ChunkRecord,
     EdgeVectorIndex,
@@ -441,7 +442,7 @@ def timing_engine(index: EdgeVectorIndex, probe: Probe):
 
 def build_params(args) -> dict[str, Any]:
     return {"generator": GENERATOR_VERSION, "chunks": args.chunks, "dims": args.dims, "tenants": args.tenants,
-            "seed": args.seed, "words": args.words, "collection": COLLECTION}
+            "seed": args.seed, "words": args.words, "collection": COLLECTION, "schema": COLLECTION_SCHEMA}
 
 
 def embedding_model_for(dims: int) -> str:
@@ -1121,13 +1122,13 @@ def explore_report(ex: dict, args) -> str:
         lines.append(f"| Dense list alone, {name}: latency p50 / p95 · recall@{args.limit} mean / min | {fmt(lat)} / "
                      f"{fmt(p95)} · {rmean:.4f} / {rmin:.2f} |")
     lines += [
-        f"| Rerank's lexical input today: `Analyzer` terms of the {ex['union']:.0f} candidates' header + text (no cache) | "
+        f"| Rerank's lexical input done in Python (the earlier approach): `Analyzer` terms of the {ex['union']:.0f} candidates' header + text (no cache) | "
         f"{fmt(ex['analyze'])} |",
         f"| Alternative: the engine says which candidates hold each question term ({ex['q_terms']:.1f} one-term sparse "
         f"queries over the candidate ids, one `query_batch`) | {fmt(ex['presence'])} |",
         f"| … agreement of the two on same-language chunks ({ex['pairs']:,} term × chunk pairs) | {ex['agreement']:.4f} |",
-        *([f"| Texts of {h['n']} contenders (what rerank hydrates): `index.fetch` today (scroll, gate + ids filter) / "
-           f"`shard.retrieve(ids)` + gate check in Python / gated exact `query` over the ids | {fmt(h['fetch'])} / "
+        *([f"| Texts of {h['n']} chunks: `index.fetch` / bare `shard.retrieve(ids)` + gate check inline / gated "
+           f"exact `query` over the ids | {fmt(h['fetch'])} / "
            f"{fmt(h['retrieve'])} / {fmt(h['query'])} |"] if (h := ex.get("hydrate")) else []),
         f"| Per call: `load_policy` (stat + cache) / `get_resources` / `governance_filter` | "
         f"{ex['load_policy_us']:.0f} / {ex['get_resources_us']:.0f} / {ex['governance_filter_us']:.0f} µs |",
