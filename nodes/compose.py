@@ -119,14 +119,15 @@ def select_sentences(question_terms: set[int], language: str, chunks: list[Chunk
     picked: list[tuple[Chunk, int, str]] = []
     used_chars = 0
     remaining = list(candidates)
+    def gain(candidate, covered: set[int]) -> float:
+        chunk, _, _, terms = candidate
+        g = sum(idf[t] * (0.35 if t in covered else 1.0) for t in terms & question_terms)
+        same_language = 1.1 if (chunk.get("metadata") or {}).get("language") == language else 1.0
+        return g * (0.5 + 0.5 * chunk["rerankScore"]) * same_language
+
     while remaining and len(picked) < max_sentences:
-        def gain(c):
-            chunk, _, sentence, terms = c
-            g = sum(idf[t] * (0.35 if t in covered else 1.0) for t in terms & question_terms)
-            same_language = 1.1 if (chunk.get("metadata") or {}).get("language") == language else 1.0
-            return g * (0.5 + 0.5 * chunk["rerankScore"]) * same_language
-        best = max(remaining, key=gain)
-        if gain(best) <= 0:
+        best = max(remaining, key=lambda c: gain(c, covered))
+        if gain(best, covered) <= 0:
             break
         remaining.remove(best)
         if used_chars + len(best[2]) > max_chars and picked:

@@ -28,9 +28,6 @@ TENANTS = ("acme", "globex")
 for _var in ("RAGATE_TENANT", "RAGATE_POLICY", "RAGATE_EMBEDDING_MODEL", "RAGATE_VECTOR_STORE"):
     os.environ.pop(_var, None)
 
-# Import the package before any test module imports a node module: `import nodes.x` as the very
-# first import fails on a circular import (see test_readme_graph.py::test_node_modules_import_first).
-import graph  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, SAMPLES
+from conftest import SAMPLES
 from graph.cli import main
 from graph.context import Context
 from graph.ingest import (
