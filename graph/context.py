@@ -14,6 +14,9 @@ from pathlib import Path
 from graph.policy import DEFAULT_POLICY_PATH
 
 
+RETRIEVAL_MODES = ("hybrid", "dense", "lexical")
+
+
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name, "").strip()
     return value or default
@@ -61,6 +64,36 @@ class Context:
         default=None,
         metadata={"description": "Year that earns the recency boost; overrides the policy (default: this year)."},
     )
+    min_score: float | None = field(
+        default=None,
+        metadata={"description": "Rerank score below which a chunk is dropped; overrides the policy profile."},
+    )
+    max_context_chars: int | None = field(
+        default=None,
+        metadata={"description": "Characters of chunk text handed to the composer; overrides the policy profile."},
+    )
+    # Pipeline switches: the evaluation's ablations, and a way to turn a stage off in production.
+    retrieval_mode: str = field(
+        default="hybrid",
+        metadata={"description": "Which ranked lists each search returns: 'hybrid' (dense and BM25), 'dense' or "
+                                 "'lexical'."},
+    )
+    decompose: bool = field(
+        default=True,
+        metadata={"description": "Split complex questions into sub-queries (False: always search the question)."},
+    )
+    rerank: bool = field(
+        default=True,
+        metadata={"description": "Rerank the fused chunks against the question (False: keep the RRF order)."},
+    )
+    boosts: bool = field(
+        default=True,
+        metadata={"description": "Apply the policy's recency and playbook boosts."},
+    )
+
+    def __post_init__(self) -> None:
+        if self.retrieval_mode not in RETRIEVAL_MODES:
+            raise ValueError(f"retrieval_mode must be one of {', '.join(RETRIEVAL_MODES)}, not {self.retrieval_mode!r}")
 
     @property
     def home_path(self) -> Path:

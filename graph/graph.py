@@ -45,21 +45,37 @@ def after_route_gate(state: State) -> str | list:
     return fan_out(state)
 
 
+def _after_gate_retrieval_only(state: State) -> str | list:
+    route = after_route_gate(state)
+    return END if route == "compose" else route
+
+
 def after_judge(state: State) -> str:
     return "safe_response" if state["verdict"]["final_decision"] == "BLOCK" else "memory_shield"
 
 
-def build_graph(nodes: dict[str, Callable[..., Any]] | None = None) -> StateGraph:
-    """The uncompiled graph. `nodes` replaces nodes by name (e.g. another composer)."""
+RETRIEVAL_NODES = ("route_gate", "decompose", "retrieve", "rrf", "rerank")
+
+
+def build_graph(nodes: dict[str, Callable[..., Any]] | None = None, *, retrieval_only: bool = False) -> StateGraph:
+    """The uncompiled graph. `nodes` replaces nodes by name (e.g. another composer). With
+    `retrieval_only`, the graph ends after rerank (what the evaluation harness measures)."""
     impl = {**NODES, **(nodes or {})}
+    if retrieval_only:
+        impl = {name: impl[name] for name in RETRIEVAL_NODES}
     builder = StateGraph(State, context_schema=Context, input_schema=InputState)
     for name, fn in impl.items():
         builder.add_node(name, fn)
     builder.add_edge(START, "route_gate")
-    builder.add_conditional_edges("route_gate", after_route_gate, ["decompose", "retrieve", "compose"])
+    after_gate = ["decompose", "retrieve", END if retrieval_only else "compose"]
+    builder.add_conditional_edges("route_gate", after_route_gate if not retrieval_only else _after_gate_retrieval_only,
+                                  after_gate)
     builder.add_conditional_edges("decompose", fan_out, ["retrieve"])
     builder.add_edge("retrieve", "rrf")
     builder.add_edge("rrf", "rerank")
+    if retrieval_only:
+        builder.add_edge("rerank", END)
+        return builder
     builder.add_edge("rerank", "compose")
     builder.add_edge("compose", "judge")
     builder.add_conditional_edges("judge", after_judge, ["safe_response", "memory_shield"])
@@ -68,8 +84,8 @@ def build_graph(nodes: dict[str, Callable[..., Any]] | None = None) -> StateGrap
     return builder
 
 
-def compile_graph(*, checkpointer=None, store=None, nodes=None, name: str = "ragate"):
-    return build_graph(nodes).compile(checkpointer=checkpointer, store=store, name=name)
+def compile_graph(*, checkpointer=None, store=None, nodes=None, retrieval_only: bool = False, name: str = "ragate"):
+    return build_graph(nodes, retrieval_only=retrieval_only).compile(checkpointer=checkpointer, store=store, name=name)
 
 
 # The graph LangGraph Studio / `langgraph dev` loads (see langgraph.json).

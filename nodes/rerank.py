@@ -123,7 +123,12 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     profile = rag["profile"]
     max_chunks = int(rag.get("max_chunks") or cfg.get("top_n", 5))
     scored = base_scores(question_terms, fused, cfg)
-    ranked = apply_boosts(scored, policy.boosts(ctx.current_year))
+    if not ctx.rerank:
+        # Switched off: the fused order stands, scored relative to the best fused chunk.
+        for c in scored:
+            c["scores"]["rerank_base"] = c["scores"]["fused_relevance"]
+        scored.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
+    ranked = apply_boosts(scored, policy.boosts(ctx.current_year) if ctx.boosts else {})
     # Texts are read only for the chunks that made the cut once boosted: twice the budget, so the
     # character limit still has chunks to choose from.
     ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][: 2 * max_chunks],

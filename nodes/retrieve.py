@@ -84,7 +84,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         question_terms = sorted(analyzer.terms(task["question"], language))
         limit = int(rag["profile"]["k"])
         # The engine marks which chunks each rerank boost applies to, while it has them at hand.
-        boost_flags = {name: cond for name, (_, cond) in policy.boosts(ctx.current_year).items()}
+        boost_flags = {name: cond for name, (_, cond) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {}
         dense_lists, lexical_lists = [], []
         for collection in rag["collections"]:
             dense, lexical = res.index.search(collection, dense=query_vector, sparse=sparse, tenant=ctx.tenant,
@@ -92,8 +92,11 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
                                               match_terms=question_terms, flags=boost_flags)
             dense_lists.append((collection, dense))
             lexical_lists.append((collection, lexical))
-        result["dense"] = merge_lists(dense_lists, limit)
-        result["lexical"] = merge_lists(lexical_lists, limit)
+        # Both lists are always searched (one engine call); the mode decides which ones count.
+        if ctx.retrieval_mode != "lexical":
+            result["dense"] = merge_lists(dense_lists, limit)
+        if ctx.retrieval_mode != "dense":
+            result["lexical"] = merge_lists(lexical_lists, limit)
     except TenantRequiredError as exc:
         result["error"] = str(exc)
     except Exception as exc:  # the engine or the embedder failed: record it, let the graph finish

@@ -85,8 +85,9 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
     record.update(
         entity=route.entity,
         collections=list(ctx.collections or route.collections),
-        profile={"name": profile.name, "k": ctx.k or profile.k, "min_score": profile.min_score,
-                 "max_context_chars": profile.max_context_chars},
+        profile={"name": profile.name, "k": ctx.k or profile.k,
+                 "min_score": profile.min_score if ctx.min_score is None else ctx.min_score,
+                 "max_context_chars": ctx.max_context_chars or profile.max_context_chars},
         max_chunks=ctx.top_n or route.max_chunks,
         filters=dict((policy.routing.get("intent_filters") or {}).get(intent) or {}),
         performance_injection=has_any_phrase(question, policy.section("retrieval").get("performance_keywords", [])),
@@ -107,6 +108,8 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
         record["enabled"] = allowed
         if allowed:
             update["decomposition"] = assess(question, policy)
+            if not ctx.decompose:
+                update["decomposition"].update(complex=False, note="decomposition switched off (Context.decompose)")
         if not allowed:
             record["error"] = f"retrieval disabled: {why}"
             record["disabled_reason"] = "intent_denied" if intent in policy.routing.get("deny_intents", []) else "intent_unlisted"
