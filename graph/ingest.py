@@ -228,8 +228,11 @@ def render_performance_snapshot(snapshot: dict) -> str:
 
 
 def header_for(doc: Document) -> str:
+    """Title | source | date, indexed with every chunk: questions name titles, publishers and dates
+    ("the 2026 playbook", "as TechCrunch reported in October") that the chunk's own text may not."""
     meta = doc.metadata
-    parts = [doc.assetName, str(meta.get("sourceUrl") or meta.get("docType") or ""), str(meta.get("date") or meta.get("version") or "")]
+    source = meta.get("source") or meta.get("sourceUrl") or meta.get("docType") or ""
+    parts = [doc.assetName, str(source), str(meta.get("date") or meta.get("version") or "")]
     return " | ".join(p for p in parts if p)
 
 
