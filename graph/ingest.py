@@ -239,7 +239,7 @@ def header_for(doc: Document) -> str:
 # --- writing -------------------------------------------------------------------------------
 
 # Bumped when the payload layout changes, so that re-ingesting rewrites documents stored the old way.
-PAYLOAD_SCHEMA = 2
+PAYLOAD_SCHEMA = 3
 
 
 def year_of(meta: dict[str, Any]) -> int | None:
@@ -262,6 +262,7 @@ def chunk_record(tenant: str, doc: Document, meta: dict[str, Any], header: str, 
         "status": meta["status"], "isApprovedForAI": "true" if meta["isApprovedForAI"] else "false",
         "docType": str(meta.get("docType") or ""), "category": str(meta.get("category") or ""),
         "date": str(meta.get("date") or ""), "version": str(meta.get("version") or ""),
+        "source": str(meta.get("source") or ""),
     }
     year = year_of(meta)
     if year is not None:

@@ -67,7 +67,7 @@ class SearchResult(TypedDict):
     """What one retrieve branch found for one sub-query: a dense and a lexical ranked list."""
 
     sub_query: str
-    kind: Literal["sub_query", "performance"]
+    kind: Literal["sub_query", "performance", "scoped"]
     dense: list[Chunk]
     lexical: list[Chunk]
     error: NotRequired[str]
@@ -113,6 +113,7 @@ class State(TypedDict, total=False):
     rag: RouteRecord                        # route_gate's decision and policy snapshot
     decomposition: dict[str, Any]           # score, reasons, method, decomposed
     sub_queries: list[str]
+    scoped_queries: list[dict[str, Any]]    # searches restricted to a value the question names: {query, filters}
 
     hits: Annotated[dict[str, SearchResult], merge_dicts]   # one entry per retrieve branch
     fused: list[Chunk]                      # after RRF, best first
@@ -136,5 +137,6 @@ class RetrieveTask(TypedDict):
     question: str
     sub_query: str
     index: int
-    kind: Literal["sub_query", "performance"]
+    kind: Literal["sub_query", "performance", "scoped"]
     rag: RouteRecord
+    filters: NotRequired[dict[str, Any]]    # extra equality filters of a scoped search

@@ -27,6 +27,7 @@ from qdrant_edge import (
     EdgeShard,
     EdgeSparseVectorParams,
     EdgeVectorParams,
+    FacetRequest,
     FieldCondition,
     Filter,
     HasIdCondition,
@@ -51,13 +52,13 @@ APPROVED_STATUSES = ("ready", "approved")
 TENANT_FIELD = "brandId"
 GATE_FIELDS = frozenset({TENANT_FIELD, "isApprovedForAI", "status"})
 # Fields a policy may add as extra equality filters (all indexed).
-FILTERABLE_FIELDS = frozenset({"docType", "category", "assetId", "docId", "language"})
-KEYWORD_INDEXES = ("status", "isApprovedForAI", "docType", "category", "docId", "assetId", "language")
+FILTERABLE_FIELDS = frozenset({"docType", "category", "assetId", "docId", "language", "source"})
+KEYWORD_INDEXES = ("status", "isApprovedForAI", "docType", "category", "docId", "assetId", "language", "source")
 INTEGER_INDEXES = ("year",)
 
 DENSE, SPARSE = "dense", "bm25"
 # Layout of a collection (point ids, payload fields, indexes); a collection of another schema is refused.
-COLLECTION_SCHEMA = 2
+COLLECTION_SCHEMA = 3
 # Every search is tenant-filtered. When the gated set is small (≲ 10k chunks of 512 dims: 20 MB of
 # vectors), the planner scans it exactly; above that, filtered HNSW with a wide beam. Measured at
 # 100k chunks / 20 tenants (bench/RESULTS.md): exact recall at ~1.4 ms, where plain HNSW gave 0.92
@@ -150,6 +151,9 @@ class VectorIndex(Protocol):
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
         """Payloads of these points (all fields, or just `fields`); a point that fails the gates
         is absent."""
+
+    def values(self, collection: str, tenant: str, field: str, limit: int = 1000) -> list[str]:
+        """The distinct values of an indexed keyword field among the tenant's servable chunks."""
 
     def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]: ...
 
@@ -300,6 +304,15 @@ class EdgeVectorIndex:
             if payload_passes_gates(payload, tenant):
                 out[str(r.id)] = payload
         return out
+
+    def values(self, collection, tenant, field, limit=1000):
+        gate = governance_filter(tenant)
+        if field not in FILTERABLE_FIELDS:
+            raise ValueError(f"'{field}' is not an indexed filterable field")
+        shard = self._shard(collection)
+        if shard is None:
+            return []
+        return [str(h.value) for h in shard.facet(FacetRequest(key=field, limit=limit, exact=True, filter=gate)) if h.value]
 
     def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]:
         shard = self._shard(collection)

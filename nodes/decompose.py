@@ -9,11 +9,13 @@ sub-queries, falls back to the original question.
 from __future__ import annotations
 
 import re
+import time
 
 from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
+from graph.resources import get_resources
 from graph.state import State
 from graph.text import count_phrases, fold, words
 from nodes.instrumentation import context_of, timed
@@ -125,25 +127,69 @@ def _clean(parts: list[str], question: str, max_n: int) -> list[str]:
 
 def assess(question: str, policy: Policy) -> dict:
     """The decomposition record route_gate writes: the complexity score, its reasons, and whether
-    the question goes through `decompose` at all (simple questions skip the node)."""
+    the question goes through `decompose` (complex questions, or any question when the policy
+    scopes searches to the sources a question names)."""
     decide, score, reasons = complexity(question, policy)
-    return {"complex": decide, "decomposed": False, "score": score, "method": "none", "reasons": reasons}
+    return {"complex": decide, "decomposed": False, "score": score, "method": "none", "reasons": reasons,
+            "analyse": decide or bool(policy.section("retrieval").get("mention_fields"))}
+
+
+_values_cache: dict[tuple, tuple[float, list[str]]] = {}
+VALUES_TTL_SECONDS = 30.0
+
+
+def named_values(question: str, field: str, collections: list[str], tenant: str, index) -> list[str]:
+    """Values of `field` among the tenant's documents that the question names (word boundaries,
+    case-insensitive), longest first. The values are asked of the engine (facet) at most every
+    `VALUES_TTL_SECONDS` per collection and tenant."""
+    values: set[str] = set()
+    now = time.monotonic()
+    for collection in collections:
+        key = (id(index), collection, tenant, field)
+        hit = _values_cache.get(key)
+        if hit is None or now - hit[0] > VALUES_TTL_SECONDS:
+            hit = (now, index.values(collection, tenant, field))
+            _values_cache[key] = hit
+        values.update(hit[1])
+    candidates = sorted((v for v in values if len(v) >= 3), key=len, reverse=True)
+    return [v for v in candidates if count_phrases(question, [v])]
+
+
+def scope_to_mentions(question: str, policy: Policy, rag: dict, tenant: str, index) -> list[dict]:
+    cfg = policy.section("retrieval")
+    scoped: list[dict] = []
+    for field in cfg.get("mention_fields") or []:
+        for value in named_values(question, field, rag.get("collections") or [], tenant, index):
+            scoped.append({"query": question, "filters": {field: value}})
+    return scoped[: int(cfg.get("max_mentions", 4))]
 
 
 @timed("decompose")
 def decompose(state: State, runtime: Runtime[Context]) -> dict:
-    """Runs for the questions route_gate found complex: split them, or fall back to the original."""
+    """Split complex questions (or fall back to the original), and add a search per source the
+    question names."""
     ctx = context_of(runtime)
     question = state["question"]
     language = state.get("language", "en")
     info = dict(state.get("decomposition") or {})
+    update: dict = {}
     try:
-        sub_queries = split_question(question, load_policy(ctx.policy_path), language)
+        policy = load_policy(ctx.policy_path)
+        if "complex" not in info:  # called on its own, without route_gate's assessment
+            info.update(assess(question, policy))
+        sub_queries = split_question(question, policy, language) if info.get("complex") else [question]
     except (PolicyError, KeyError, ValueError, re.error) as exc:
         info.update(decomposed=False, method="fallback", error=f"decomposition failed, using the original question: {exc}")
         return {"sub_queries": [question], "decomposition": info}
     decomposed = len(sub_queries) >= 2
     info.update(decomposed=decomposed, method="rules" if decomposed else "none")
-    if not decomposed:
+    if info.get("complex") and not decomposed:
         info["note"] = "complex, but no split gave two independent sub-queries: using the original question"
-    return {"sub_queries": sub_queries, "decomposition": info}
+    try:
+        scoped = scope_to_mentions(question, policy, state.get("rag") or {}, ctx.tenant, get_resources(ctx).index)
+    except Exception as exc:  # scoping is a bonus: without it the sub-queries still run
+        scoped = []
+        update["errors"] = [f"decompose: source scoping skipped: {type(exc).__name__}: {exc}"]
+    if scoped:
+        info["scoped"] = [s["filters"] for s in scoped]
+    return {**update, "sub_queries": sub_queries, "scoped_queries": scoped, "decomposition": info}

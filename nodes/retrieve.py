@@ -30,6 +30,9 @@ def fan_out(state: State) -> list[Send]:
         Send("retrieve", RetrieveTask(question=state["question"], sub_query=q, index=i, kind="sub_query", rag=rag))
         for i, q in enumerate(state.get("sub_queries") or [state["question"]])
     ]
+    for scoped in state.get("scoped_queries") or []:
+        tasks.append(Send("retrieve", RetrieveTask(question=state["question"], sub_query=scoped["query"],
+                                                   index=len(tasks), kind="scoped", rag=rag, filters=scoped["filters"])))
     if rag.get("performance_injection"):
         tasks.append(Send("retrieve", RetrieveTask(question=state["question"], sub_query=state["question"],
                                                    index=len(tasks), kind="performance", rag=rag)))
@@ -75,7 +78,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         policy = load_policy(ctx.policy_path)
         res = get_resources(ctx)
         analyzer = get_analyzer(policy)
-        filters = dict(rag.get("filters") or {})
+        filters = {**(rag.get("filters") or {}), **(task.get("filters") or {})}
         if task["kind"] == "performance":
             filters = {"docType": policy.section("retrieval").get("performance_doc_type", "performance")}
         query_vector = res.embeddings.embed_query(task["sub_query"])
