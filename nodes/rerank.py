@@ -42,19 +42,26 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], policy_rerank: di
     """Relevance before boosts, best first."""
     weights = policy_rerank.get("weights", {})
     w_dense, w_lex, w_fused = weights.get("dense", 0.45), weights.get("lexical", 0.45), weights.get("fused", 0.1)
+    w_bm25 = weights.get("bm25", 0.0)
     calib = policy_rerank.get("dense_calibration", {})
     floor, span = calib.get("floor", 0.1), max(1e-9, calib.get("ceiling", 0.6) - calib.get("floor", 0.1))
     # Which question terms each chunk holds was answered by the engine's lexical index.
     c_terms = [set(c.get("matchedTerms") or ()) for c in chunks]
     idf = term_weights(question_terms, c_terms)
     best_fused = max((c["scores"].get("fused", 0.0) for c in chunks), default=0.0) or 1.0
+    # The engine's BM25 score (corpus IDF, term frequency, length norm), relative to the best one.
+    best_bm25 = max((c["scores"].get("lexical") or 0.0 for c in chunks), default=0.0) or 1.0
     out = []
     for chunk, terms in zip(chunks, c_terms):
         dense = min(1.0, max(0.0, (chunk.get("similarity", 0.0) - floor) / span))
         lexical = lexical_coverage(idf, terms)
         fused = chunk["scores"].get("fused", 0.0) / best_fused
+        # Relative BM25 says which candidate matches best, not whether it matches at all: scaled by
+        # the chunk's coverage of the question's terms, a best match on one stray word stays low.
+        bm25 = (chunk["scores"].get("lexical") or 0.0) / best_bm25 * lexical
         scores = dict(chunk["scores"], dense_relevance=dense, lexical_relevance=lexical, fused_relevance=fused,
-                      rerank_base=w_dense * dense + w_lex * lexical + w_fused * fused)
+                      bm25_relevance=bm25,
+                      rerank_base=w_dense * dense + w_lex * lexical + w_bm25 * bm25 + w_fused * fused)
         out.append(dict(chunk, scores=scores))
     out.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
     return out
