@@ -119,6 +119,10 @@ class CachedEmbeddings(Embeddings):
             found.update({h: list(v) for (h, _), v in zip(missing, vecs)})
         return [found[h] for h in hashes]
 
+    def clear_query_cache(self) -> None:
+        with self._lock:
+            self._queries.clear()
+
     def embed_query(self, text: str) -> list[float]:
         with self._lock:
             if text in self._queries:

@@ -109,9 +109,7 @@ def base_context(*, home: str, collection: str, top_n: int, k: int | None, polic
 def forget_query_vectors(ctx: Context) -> None:
     """Empty the embedder's in-memory query-vector cache, so that every ablation pays for embedding
     its questions as a production run would (otherwise the first ablation pays for all of them)."""
-    cache = getattr(get_resources(ctx).embeddings, "_queries", None)
-    if cache is not None:
-        cache.clear()
+    get_resources(ctx).embeddings.clear_query_cache()
 
 
 def run_ablation(graph, dataset: Dataset, queries: list[EvalQuery], ctx: Context, name: str, intent: str | None,
