@@ -40,7 +40,7 @@ NODES: dict[str, Callable[..., Any]] = {
 def after_route_gate(state: State) -> str | list:
     if not state["rag"].get("enabled"):
         return "compose"
-    if (state.get("decomposition") or {}).get("analyse"):
+    if (state.get("decomposition") or {}).get("complex"):
         return "decompose"
     return fan_out(state)
 

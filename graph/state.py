@@ -139,4 +139,3 @@ class RetrieveTask(TypedDict):
     index: int
     kind: Literal["sub_query", "performance", "scoped"]
     rag: RouteRecord
-    filters: NotRequired[dict[str, Any]]    # extra equality filters of a scoped search

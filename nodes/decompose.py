@@ -15,7 +15,6 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
-from graph.resources import get_resources
 from graph.state import State
 from graph.text import count_phrases, fold, words
 from nodes.instrumentation import context_of, timed
@@ -127,11 +126,9 @@ def _clean(parts: list[str], question: str, max_n: int) -> list[str]:
 
 def assess(question: str, policy: Policy) -> dict:
     """The decomposition record route_gate writes: the complexity score, its reasons, and whether
-    the question goes through `decompose` (complex questions, or any question when the policy
-    scopes searches to the sources a question names)."""
+    the question goes through `decompose` (only complex questions do)."""
     decide, score, reasons = complexity(question, policy)
-    return {"complex": decide, "decomposed": False, "score": score, "method": "none", "reasons": reasons,
-            "analyse": decide or bool(policy.section("retrieval").get("mention_fields"))}
+    return {"complex": decide, "decomposed": False, "score": score, "method": "none", "reasons": reasons}
 
 
 _values_cache: dict[tuple, tuple[float, list[str]]] = {}
@@ -166,13 +163,11 @@ def scope_to_mentions(question: str, policy: Policy, rag: dict, tenant: str, ind
 
 @timed("decompose")
 def decompose(state: State, runtime: Runtime[Context]) -> dict:
-    """Split complex questions (or fall back to the original), and add a search per source the
-    question names."""
+    """Runs for the questions route_gate found complex: split them, or fall back to the original."""
     ctx = context_of(runtime)
     question = state["question"]
     language = state.get("language", "en")
     info = dict(state.get("decomposition") or {})
-    update: dict = {}
     try:
         policy = load_policy(ctx.policy_path)
         if "complex" not in info:  # called on its own, without route_gate's assessment
@@ -185,11 +180,4 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
     info.update(decomposed=decomposed, method="rules" if decomposed else "none")
     if info.get("complex") and not decomposed:
         info["note"] = "complex, but no split gave two independent sub-queries: using the original question"
-    try:
-        scoped = scope_to_mentions(question, policy, state.get("rag") or {}, ctx.tenant, get_resources(ctx).index)
-    except Exception as exc:  # scoping is a bonus: without it the sub-queries still run
-        scoped = []
-        update["errors"] = [f"decompose: source scoping skipped: {type(exc).__name__}: {exc}"]
-    if scoped:
-        info["scoped"] = [s["filters"] for s in scoped]
-    return {**update, "sub_queries": sub_queries, "scoped_queries": scoped, "decomposition": info}
+    return {"sub_queries": sub_queries, "decomposition": info}

@@ -20,6 +20,7 @@ from graph.policy import load_policy
 from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, RetrieveTask, SearchResult, State
 from graph.vectorstore import SearchHit, TenantRequiredError
+from nodes.decompose import scope_to_mentions
 from nodes.instrumentation import context_of, timed
 
 
@@ -30,9 +31,6 @@ def fan_out(state: State) -> list[Send]:
         Send("retrieve", RetrieveTask(question=state["question"], sub_query=q, index=i, kind="sub_query", rag=rag))
         for i, q in enumerate(state.get("sub_queries") or [state["question"]])
     ]
-    for scoped in state.get("scoped_queries") or []:
-        tasks.append(Send("retrieve", RetrieveTask(question=state["question"], sub_query=scoped["query"],
-                                                   index=len(tasks), kind="scoped", rag=rag, filters=scoped["filters"])))
     if rag.get("performance_injection"):
         tasks.append(Send("retrieve", RetrieveTask(question=state["question"], sub_query=state["question"],
                                                    index=len(tasks), kind="performance", rag=rag)))
@@ -67,44 +65,66 @@ def _task_key(task: RetrieveTask) -> str:
     return f"retrieve[{task['index']}]"
 
 
+def _search(ctx: Context, res, rag: dict, *, sub_query_vector, sparse, filters, question_vector, question_terms,
+            boost_flags, limit: int, kind: str, sub_query: str) -> SearchResult:
+    """One search (every collection of the route): the dense and the lexical list, as the mode keeps them."""
+    dense_lists, lexical_lists = [], []
+    for collection in rag["collections"]:
+        dense, lexical = res.index.search(collection, dense=sub_query_vector, sparse=sparse, tenant=ctx.tenant,
+                                          filters=filters, limit=limit, similarity_to=question_vector,
+                                          match_terms=question_terms, flags=boost_flags)
+        dense_lists.append((collection, dense))
+        lexical_lists.append((collection, lexical))
+    result = SearchResult(sub_query=sub_query, kind=kind, dense=[], lexical=[])
+    # Both lists are always searched (one engine call); the mode decides which ones count.
+    if ctx.retrieval_mode != "lexical":
+        result["dense"] = merge_lists(dense_lists, limit)
+    if ctx.retrieval_mode != "dense":
+        result["lexical"] = merge_lists(lexical_lists, limit)
+    return result
+
+
 @timed(_task_key)
 def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     ctx = context_of(runtime)
     rag = task["rag"]
     key = _task_key(task)
     language = rag.get("language", "en")
-    result = SearchResult(sub_query=task["sub_query"], kind=task["kind"], dense=[], lexical=[])
+    results: dict[str, SearchResult] = {}
+    update: dict = {}
     try:
         policy = load_policy(ctx.policy_path)
         res = get_resources(ctx)
         analyzer = get_analyzer(policy)
-        filters = {**(rag.get("filters") or {}), **(task.get("filters") or {})}
+        filters = dict(rag.get("filters") or {})
         if task["kind"] == "performance":
             filters = {"docType": policy.section("retrieval").get("performance_doc_type", "performance")}
-        query_vector = res.embeddings.embed_query(task["sub_query"])
         question_vector = res.embeddings.embed_query(task["question"])
-        sparse = analyzer.query_vector(task["sub_query"], language)
-        question_terms = sorted(analyzer.terms(task["question"], language))
-        limit = int(rag["profile"]["k"])
-        # The engine marks which chunks each rerank boost applies to, while it has them at hand.
-        boost_flags = {name: cond for name, (_, cond) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {}
-        dense_lists, lexical_lists = [], []
-        for collection in rag["collections"]:
-            dense, lexical = res.index.search(collection, dense=query_vector, sparse=sparse, tenant=ctx.tenant,
-                                              filters=filters, limit=limit, similarity_to=question_vector,
-                                              match_terms=question_terms, flags=boost_flags)
-            dense_lists.append((collection, dense))
-            lexical_lists.append((collection, lexical))
-        # Both lists are always searched (one engine call); the mode decides which ones count.
-        if ctx.retrieval_mode != "lexical":
-            result["dense"] = merge_lists(dense_lists, limit)
-        if ctx.retrieval_mode != "dense":
-            result["lexical"] = merge_lists(lexical_lists, limit)
+        common = dict(question_vector=question_vector, question_terms=sorted(analyzer.terms(task["question"], language)),
+                      # The engine marks which chunks each rerank boost applies to, while it has them at hand.
+                      boost_flags={n: c for n, (_, c) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {},
+                      limit=int(rag["profile"]["k"]))
+        results[key] = _search(ctx, res, rag, sub_query_vector=res.embeddings.embed_query(task["sub_query"]),
+                               sparse=analyzer.query_vector(task["sub_query"], language), filters=filters,
+                               kind=task["kind"], sub_query=task["sub_query"], **common)
+        if task["index"] == 0 and task["kind"] == "sub_query" and ctx.decompose:
+            # Sources the question names each get a search restricted to them, here in the first
+            # branch rather than in a node of their own (no extra step for the many questions that
+            # name none).
+            scoped = scope_to_mentions(task["question"], policy, rag, ctx.tenant, res.index)
+            update["scoped_queries"] = scoped
+            for s in scoped:
+                label = ",".join(f"{k}={v}" for k, v in s["filters"].items())
+                results[f"{key}:{label}"] = _search(
+                    ctx, res, rag, sub_query_vector=question_vector, sparse=analyzer.query_vector(s["query"], language),
+                    filters={**filters, **s["filters"]}, kind="scoped", sub_query=s["query"], **common)
     except TenantRequiredError as exc:
-        result["error"] = str(exc)
+        results[key] = SearchResult(sub_query=task["sub_query"], kind=task["kind"], dense=[], lexical=[], error=str(exc))
     except Exception as exc:  # the engine or the embedder failed: record it, let the graph finish
-        result["error"] = f"{type(exc).__name__}: {exc}"
-    update: dict = {"hits": {key: result}}
-    if "error" in result:
-        update["errors"] = [f"{key} ({task['sub_query']!r}): {result['error']}"]
+        results[key] = SearchResult(sub_query=task["sub_query"], kind=task["kind"], dense=[], lexical=[],
+                                    error=f"{type(exc).__name__}: {exc}")
+    update["hits"] = results
+    errors = [f"{k} ({r['sub_query']!r}): {r['error']}" for k, r in results.items() if "error" in r]
+    if errors:
+        update["errors"] = errors
     return update

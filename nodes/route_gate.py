@@ -109,8 +109,7 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
         if allowed:
             update["decomposition"] = assess(question, policy)
             if not ctx.decompose:
-                update["decomposition"].update(complex=False, analyse=False,
-                                               note="decomposition switched off (Context.decompose)")
+                update["decomposition"].update(complex=False, note="decomposition switched off (Context.decompose)")
         if not allowed:
             record["error"] = f"retrieval disabled: {why}"
             record["disabled_reason"] = "intent_denied" if intent in policy.routing.get("deny_intents", []) else "intent_unlisted"
