@@ -27,9 +27,14 @@ from nodes.instrumentation import context_of, timed
 def fan_out(state: State) -> list[Send]:
     """One `Send` per sub-query, plus one performance search when the policy asks for it."""
     rag = state["rag"]
+    queries = list(state.get("sub_queries") or [state["question"]])
+    if state["question"] not in queries:
+        # A split question is searched whole too: sub-queries find each part's evidence, the whole
+        # question keeps the chunks that answer it at once (and the parts a fragment lost).
+        queries.insert(0, state["question"])
     tasks = [
         Send("retrieve", RetrieveTask(question=state["question"], sub_query=q, index=i, kind="sub_query", rag=rag))
-        for i, q in enumerate(state.get("sub_queries") or [state["question"]])
+        for i, q in enumerate(queries)
     ]
     if rag.get("performance_injection"):
         tasks.append(Send("retrieve", RetrieveTask(question=state["question"], sub_query=state["question"],

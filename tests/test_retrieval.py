@@ -122,22 +122,23 @@ def test_fan_out_runs_branches_in_parallel(ask, corpus, monkeypatch):
 
     assert len(state["sub_queries"]) == 3
     assert state["rag"]["performance_injection"] is False
-    assert len(slow.calls) == 3
+    assert len(slow.calls) == 4  # the whole question and each of its three sub-queries
     starts, ends = [c[1] for c in slow.calls], [c[2] for c in slow.calls]
     assert max(starts) < min(ends), "every search interval overlaps every other one"
-    assert len({c[0] for c in slow.calls}) == 3, "each branch ran on its own thread"
+    assert len({c[0] for c in slow.calls}) == 4, "each branch ran on its own thread"
     serial = delay * len(slow.calls)
     assert wall < 0.75 * serial, f"wall {wall:.2f}s vs serial sum {serial:.2f}s"
     # the slow index still served real results
     assert state["reranked"] and state["citations_used"]
 
 
-def test_each_subquery_gets_its_own_branch(ask):
+def test_the_question_and_each_subquery_get_their_own_branch(ask):
     q = "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"
     state = ask(q)
-    assert sorted(state["hits"]) == [f"retrieve[{i}]" for i in range(len(state["sub_queries"]))]
-    assert [state["hits"][f"retrieve[{i}]"]["sub_query"] for i in range(3)] == state["sub_queries"]
-    assert all(f"retrieve[{i}]" in state["timings_ms"] for i in range(3))
+    n = len(state["sub_queries"]) + 1
+    assert sorted(state["hits"]) == [f"retrieve[{i}]" for i in range(n)]
+    assert [state["hits"][f"retrieve[{i}]"]["sub_query"] for i in range(n)] == [q, *state["sub_queries"]]
+    assert all(f"retrieve[{i}]" in state["timings_ms"] for i in range(n))
 
 
 def test_fused_has_no_duplicate_chunks_across_branches(ask):
