@@ -291,7 +291,7 @@ def load_squad(corpus: Path, queries: Path | None = None) -> Dataset:
                                       metadata={"source": corpus.stem, "category": title}))
     out = []
     unmatched = 0
-    for ti, pi, title, context, para in _squad_paragraphs(queries, "--queries"):
+    for ti, pi, _title, context, para in _squad_paragraphs(queries, "--queries"):
         doc_id = by_text.get(_ws(context))
         if doc_id is None:
             unmatched += 1
