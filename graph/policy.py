@@ -180,8 +180,14 @@ def validate_policy(raw: Any, path: str) -> Policy:
     for lang, stemmer in analyzers.items():
         _require(stemmer in SNOWBALL_LANGUAGES, path,
                  f"languages.analyzers.{lang}: unknown stemmer {stemmer!r} (one of {', '.join(sorted(SNOWBALL_LANGUAGES))})")
+    for lang, names in (langs.get("months") or {}).items():
+        _require(_is_str_list(names) and len(names) == 12, path, f"languages.months.{lang} must list the 12 month names")
     for key in ("retrieval", "memory"):
         _require(isinstance(raw.get(key, {}) or {}, dict), path, f"section '{key}' must be a mapping")
+    relations = (raw.get("retrieval") or {}).get("date_relations") or {}
+    _require(isinstance(relations, dict) and set(relations) <= {"before", "after"}
+             and all(_is_str_list(v) for v in relations.values()), path,
+             "retrieval.date_relations must map 'before' / 'after' to lists of phrases")
     _require(_is_str_list(raw.get("retrieval", {}).get("performance_keywords", []) if isinstance(raw.get("retrieval"), dict) else []),
              path, "retrieval.performance_keywords must be a list of strings")
     for key in ("empty_closers", "action_words"):

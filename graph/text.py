@@ -10,6 +10,8 @@ import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
 
 from qdrant_edge import Bm25, Bm25Config
 
@@ -227,3 +229,51 @@ def citations_in(text: str) -> list[str]:
 
 def strip_citations(text: str) -> str:
     return re.sub(r"\s+([.,;:!?])", r"\1", _CITATION.sub("", text)).strip()
+
+
+# --- dates a question names ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DateMention:
+    """A calendar date in a text, and how the text relates to it ("on", "before", "after")."""
+
+    day: date
+    relation: str
+    start: int
+    end: int
+
+
+@functools.lru_cache(maxsize=64)
+def _date_patterns(months: tuple[tuple[str, ...], ...]) -> tuple[re.Pattern[str], dict[str, int]]:
+    number = {fold(name): i % 12 + 1 for names in months for i, name in enumerate(names)}
+    alternation = "|".join(sorted(map(re.escape, number), key=len, reverse=True))
+    pattern = re.compile(
+        rf"(?<!\w)(?:(?P<m1>{alternation})\.?\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y1>\d{{4}})"  # October 18, 2023
+        rf"|(?P<d2>\d{{1,2}})(?:º|°)?\s+(?:de\s+)?(?P<m2>{alternation})\.?,?\s+(?:de\s+)?(?P<y2>\d{{4}})"  # 18 de outubro de 2023
+        r"|(?P<y3>\d{4})-(?P<m3>\d{2})-(?P<d3>\d{2}))(?!\w)",  # 2023-10-18
+        re.IGNORECASE | re.UNICODE)
+    return pattern, number
+
+
+def find_dates(text: str, months: Mapping[str, Sequence[str]], relations: Mapping[str, Sequence[str]]) -> list[DateMention]:
+    """Dates written out in `text` (month names per language, each list January..December, from the
+    policy), each with the relation the words just before it give ("before", "after"; else "on")."""
+    pattern, number = _date_patterns(tuple(tuple(names) for names in months.values()))
+    folded = fold(text)
+    found: list[DateMention] = []
+    for m in pattern.finditer(folded):
+        g = m.groupdict()
+        try:
+            if g["y3"]:
+                day = date(int(g["y3"]), int(g["m3"]), int(g["d3"]))
+            else:
+                month = number[fold(g["m1"] or g["m2"])]
+                day = date(int(g["y1"] or g["y2"]), month, int(g["d1"] or g["d2"]))
+        except ValueError:  # "February 30, 2023" is no date
+            continue
+        before = folded[max(0, m.start() - 40): m.start()]
+        relation = next((rel for rel, phrases in relations.items()
+                         if any(re.search(rf"(?<!\w){re.escape(fold(p))}\s*$", before) for p in phrases)), "on")
+        found.append(DateMention(day=day, relation=relation, start=m.start(), end=m.end()))
+    return found

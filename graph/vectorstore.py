@@ -40,6 +40,7 @@ from qdrant_edge import (
     Point,
     QueryBatchRequest,
     QueryRequest,
+    RangeDateTime,
     Query,
     ScrollRequest,
     SearchParams,
@@ -52,9 +53,10 @@ APPROVED_STATUSES = ("ready", "approved")
 TENANT_FIELD = "brandId"
 GATE_FIELDS = frozenset({TENANT_FIELD, "isApprovedForAI", "status"})
 # Fields a policy may add as extra equality filters (all indexed).
-FILTERABLE_FIELDS = frozenset({"docType", "category", "assetId", "docId", "language", "source"})
+FILTERABLE_FIELDS = frozenset({"docType", "category", "assetId", "docId", "language", "source", "date"})
 KEYWORD_INDEXES = ("status", "isApprovedForAI", "docType", "category", "docId", "assetId", "language", "source")
 INTEGER_INDEXES = ("year",)
+DATETIME_INDEXES = ("date",)  # collections made before this index filter dates by payload scan
 
 DENSE, SPARSE = "dense", "bm25"
 # Layout of a collection (point ids, payload fields, indexes); a collection of another schema is refused.
@@ -111,7 +113,8 @@ class SearchHit:
 
 def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None) -> Filter:
     """The gates every read goes through, evaluated inside the engine: the caller's tenant,
-    approved for AI, status ready/approved; plus optional equality filters from the policy."""
+    approved for AI, status ready/approved; plus optional filters (a value, or a list of values any
+    of which may match) from the policy or from values the question names."""
     if not tenant or not str(tenant).strip():
         raise TenantRequiredError("a tenant is required for every search (set Context.tenant / --tenant)")
     must: list[Any] = [
@@ -119,11 +122,10 @@ def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None) -
         FieldCondition(key="isApprovedForAI", match=MatchValue("true")),
         FieldCondition(key="status", match=MatchAny(list(APPROVED_STATUSES))),
     ]
-    for key, value in (extra or {}).items():
+    for key in extra or {}:
         if key in GATE_FIELDS or key not in FILTERABLE_FIELDS:
             raise ValueError(f"filter on '{key}' is not allowed (filterable: {sorted(FILTERABLE_FIELDS)})")
-        must.append(FieldCondition(key=key, match=MatchValue(value)))
-    return Filter(must=must)
+    return Filter(must=must + _conditions(extra or {}))
 
 
 def payload_passes_gates(payload: dict[str, Any], tenant: str) -> bool:
@@ -224,6 +226,8 @@ class EdgeVectorIndex:
                 shard.update(UpdateOperation.create_field_index(name, PayloadSchemaType.Keyword))
             for name in INTEGER_INDEXES:
                 shard.update(UpdateOperation.create_field_index(name, PayloadSchemaType.Integer))
+            for name in DATETIME_INDEXES:
+                shard.update(UpdateOperation.create_field_index(name, PayloadSchemaType.Datetime))
             shard.flush()
             self._shards[collection] = shard
             # The manifest is written last: a folder without it is an unfinished create.
@@ -358,9 +362,17 @@ class EdgeVectorIndex:
             self._shards.clear()
 
 
+def _condition(key: str, value: Any) -> FieldCondition:
+    """A value matches itself; a list, any of its values; a mapping of gte/gt/lte/lt, a date range."""
+    if isinstance(value, dict):
+        return FieldCondition(key=key, range=RangeDateTime(**value))
+    if isinstance(value, (list, tuple, set)):
+        return FieldCondition(key=key, match=MatchAny(list(value)))
+    return FieldCondition(key=key, match=MatchValue(value))
+
+
 def _conditions(fields: dict[str, Any]) -> list[FieldCondition]:
-    return [FieldCondition(key=key, match=MatchAny(list(v)) if isinstance(v, (list, tuple, set)) else MatchValue(v))
-            for key, v in fields.items()]
+    return [_condition(key, value) for key, value in fields.items()]
 
 
 def _hits(points: list[tuple[Any, float]], similarity: dict, matched: dict, flagged: dict) -> list[SearchHit]:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import re
 import time
+from datetime import timedelta
 
 from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
+from graph.resources import get_resources
 from graph.state import State
-from graph.text import count_phrases, fold, words
+from graph.text import count_phrases, find_dates, fold, words
 from nodes.instrumentation import context_of, timed
 
 
@@ -73,9 +75,29 @@ def _connective_pattern(policy: Policy) -> re.Pattern[str]:
     return re.compile(rf"\s*[;,]\s*(?:(?:{alternation})\s+)?|\s+(?:{alternation})\s+", re.IGNORECASE | re.UNICODE)
 
 
-def split_question(question: str, policy: Policy, language: str) -> list[str]:
+# Commas that do not end a clause: inside numbers ("1,000") and dates ("October 18, 2023").
+_INNER_COMMA = re.compile(r"(?<=\d),(?=\d)|(?<=\d),(?= \d{4}\b)")
+_MASK = "\u2063"  # invisible separator: stands for a protected comma or space while splitting
+
+
+def _protect(text: str, keep_whole: list[str]) -> str:
+    text = _INNER_COMMA.sub(_MASK + "c", text)
+    for phrase in sorted(keep_whole, key=len, reverse=True):
+        # Named values ("The Roar | Sports Writers Blog", "Procter and Gamble") are never split.
+        text = re.sub(re.escape(phrase), lambda m: m.group(0).replace(",", _MASK + "c").replace(" ", _MASK + "s"),
+                      text, flags=re.IGNORECASE)
+    return text
+
+
+def _unprotect(text: str) -> str:
+    return text.replace(_MASK + "c", ",").replace(_MASK + "s", " ")
+
+
+def split_question(question: str, policy: Policy, language: str, keep_whole: list[str] | None = None) -> list[str]:
     """The deterministic splitter: one sub-query per question mark, per named perspective, or per
-    clause between connectives (short enumerated items inherit the first clause's head)."""
+    clause between connectives (short enumerated items inherit the first clause's head; clauses
+    too short to stand alone join their neighbour). `keep_whole` are phrases never cut (values the
+    question names, such as a source)."""
     cfg = policy.raw["decomposition"]
     max_n = int(cfg["max_subqueries"])
 
@@ -92,7 +114,7 @@ def split_question(question: str, policy: Policy, language: str) -> list[str]:
         core = question.rstrip("?. ")
         return _clean([f"{core} ({p})" for p in named], question, max_n)
 
-    body = question.rstrip("?. ")
+    body = _protect(question.rstrip("?. "), keep_whole or [])
     # A leading complexity verb ("Compare", "Analise") is a request, not content to search for.
     head_words = _lexicon(policy, "complexity")
     clauses = [c for c in _connective_pattern(policy).split(body) if c and c.strip()]
@@ -101,15 +123,23 @@ def split_question(question: str, policy: Policy, language: str) -> list[str]:
     first = clauses[0].split()
     if first and fold(first[0]) in {fold(w) for w in head_words}:
         first = first[1:]
-    subs = [" ".join(first)]
+    min_words = int(cfg.get("min_clause_words", 4))
+    subs = [first]
     for clause in clauses[1:]:
         tokens = clause.split()
-        if len(tokens) <= 2 and len(first) > len(tokens):
+        if len(tokens) <= 2 and len(first) > len(tokens) and any(ch.isdigit() for ch in clause):
             # "vendas de 2025 e 2026": "2026" replaces the tail of the first clause.
-            subs.append(" ".join(first[: len(first) - len(tokens)] + tokens))
+            subs.append(first[: len(first) - len(tokens)] + tokens)
+        elif len(tokens) < min_words or len(subs[-1]) < min_words:
+            # "covered by The Verge" is no question on its own: it belongs to the clause before.
+            subs[-1] = subs[-1] + tokens
         else:
-            subs.append(clause.strip())
-    return _clean(subs, question, max_n)
+            subs.append(tokens)
+    while len(subs) > max_n:
+        # Too many clauses: join the adjacent pair that is shortest together (nothing is dropped).
+        i = min(range(len(subs) - 1), key=lambda j: len(subs[j]) + len(subs[j + 1]))
+        subs[i: i + 2] = [subs[i] + subs[i + 1]]
+    return _clean([_unprotect(" ".join(t)) for t in subs], question, max_n)
 
 
 def _clean(parts: list[str], question: str, max_n: int) -> list[str]:
@@ -152,13 +182,48 @@ def named_values(question: str, field: str, collections: list[str], tenant: str,
     return [v for v in candidates if count_phrases(question, [v])]
 
 
-def scope_to_mentions(question: str, policy: Policy, rag: dict, tenant: str, index) -> list[dict]:
+def mentioned_values(question: str, policy: Policy, rag: dict, tenant: str, index) -> dict[str, list[str]]:
+    """{field: values the question names} for the policy's `retrieval.mention_fields` (e.g. the
+    sources a news question cites), longest first."""
+    fields = policy.section("retrieval").get("mention_fields") or []
+    found = {f: named_values(question, f, rag.get("collections") or [], tenant, index) for f in fields}
+    return {f: v for f, v in found.items() if v}
+
+
+def date_ranges(text: str, policy: Policy) -> list[dict[str, str]]:
+    """The document-date range each date `text` writes out stands for: that day ± the policy's
+    window ("published on October 18, 2023"), or everything before / after it."""
     cfg = policy.section("retrieval")
-    scoped: list[dict] = []
-    for field in cfg.get("mention_fields") or []:
-        for value in named_values(question, field, rag.get("collections") or [], tenant, index):
-            scoped.append({"query": question, "filters": {field: value}})
-    return scoped[: int(cfg.get("max_mentions", 4))]
+    window = timedelta(days=int(cfg.get("date_window_days", 1)))
+    ranges = []
+    for mention in find_dates(text, policy.section("languages").get("months") or {}, cfg.get("date_relations") or {}):
+        if mention.relation == "before":
+            ranges.append({"lt": mention.day.isoformat()})
+        elif mention.relation == "after":
+            ranges.append({"gt": mention.day.isoformat()})
+        else:
+            ranges.append({"gte": (mention.day - window).isoformat(), "lte": (mention.day + window).isoformat()})
+    return ranges
+
+
+def mentioned_filters(text: str, policy: Policy, rag: dict, tenant: str, index) -> dict:
+    """Engine filters for a part of a question: the values it names (any of them) and, when it
+    writes out exactly one date, that date's range."""
+    filters: dict = dict(mentioned_values(text, policy, rag, tenant, index))
+    dates = date_ranges(text, policy)
+    if len(dates) == 1:
+        filters["date"] = dates[0]
+    return filters
+
+
+def scope_to_mentions(question: str, policy: Policy, rag: dict, tenant: str, index) -> list[dict]:
+    """Searches of the whole question restricted to what it names: one per named value, and one per
+    date it writes out (within the named value when it names just one)."""
+    named = mentioned_values(question, policy, rag, tenant, index)
+    scoped = [{"query": question, "filters": {field: value}} for field, values in named.items() for value in values]
+    only = {f: v[0] for f, v in named.items() if len(v) == 1}
+    scoped += [{"query": question, "filters": {**only, "date": r}} for r in date_ranges(question, policy)]
+    return scoped[: int(policy.section("retrieval").get("max_mentions", 4))]
 
 
 @timed("decompose")
@@ -172,8 +237,14 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
         policy = load_policy(ctx.policy_path)
         if "complex" not in info:  # called on its own, without route_gate's assessment
             info.update(assess(question, policy))
-        sub_queries = split_question(question, policy, language) if info.get("complex") else [question]
-    except (PolicyError, KeyError, ValueError, re.error) as exc:
+        sub_queries = [question]
+        if info.get("complex"):
+            # Values the question names (a source, ...) are kept whole: the sub-query that names one
+            # is searched within it (see retrieve).
+            rag = state.get("rag") or {}
+            named = mentioned_values(question, policy, rag, ctx.tenant, get_resources(ctx).index) if rag.get("enabled") else {}
+            sub_queries = split_question(question, policy, language, [v for vs in named.values() for v in vs])
+    except Exception as exc:  # any failure (policy, engine, splitter): the original question stands
         info.update(decomposed=False, method="fallback", error=f"decomposition failed, using the original question: {exc}")
         return {"sub_queries": [question], "decomposition": info}
     decomposed = len(sub_queries) >= 2

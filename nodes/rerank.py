@@ -3,8 +3,10 @@
 Embedded reranker (`local/hybrid`, no downloaded model): a blend of
   dense   — cosine of question and chunk, calibrated to 0–1 by the policy's floor/ceiling;
   lexical — share of the question's terms (stemmed, IDF-weighted over the candidates) in the chunk;
+  bm25    — the engine's BM25 score relative to the best one, times the lexical coverage;
   fused   — the RRF score relative to the best one.
-Both signals were computed inside the engine during retrieval, so scoring reads no text. So were the
+For a split question, the first places are then chosen to cover its parts (`diversify`, xQuAD).
+The signals were computed inside the engine during retrieval, so scoring reads no text. So were the
 boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
 which multiply here; then `min_score` drops, the survivors' texts are fetched (gated again), and
 `max_chunks` / `max_context_chars` cut.
@@ -16,6 +18,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+import numpy as np
+
 from langgraph.runtime import Runtime
 
 from graph.context import Context
@@ -24,6 +28,7 @@ from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, State
 from graph.vectorstore import VectorIndex
 from nodes.instrumentation import context_of, timed
+from nodes.rrf import reciprocal_rank_fusion
 
 
 def term_weights(question_terms: set[int], chunk_terms: list[set[int]]) -> dict[int, float]:
@@ -78,6 +83,49 @@ def apply_boosts(chunks: list[Chunk], boosts: dict[str, tuple[float, dict]]) -> 
         chunk["scores"].update(boosts=applied, rerank=raw)
         chunk["rerankScore"] = min(1.0, raw)
     return sorted(chunks, key=lambda c: (-c["scores"]["rerank"], c["id"]))
+
+
+def aspect_relevance(hits: dict[str, dict], candidates: list[Chunk], rank_decay: float) -> np.ndarray:
+    """How well each candidate answers each aspect of a split question, 0–1: one column per part
+    (sub-query) and per scoped search; the whole question and the performance search are not
+    aspects (the base relevance covers them). Within an aspect, its dense and lexical lists are
+    fused (RRF) and a chunk's place p there gives exp(−p / rank_decay): an aspect is answered by its
+    first few chunks, not by the fiftieth."""
+    keys = [k for k in sorted(hits) if hits[k]["kind"] == "scoped" or
+            (hits[k]["kind"] == "sub_query" and not k.endswith("[0]"))]
+    row = {c["id"]: i for i, c in enumerate(candidates)}
+    rel = np.zeros((len(candidates), len(keys)), dtype=np.float64)
+    for j, key in enumerate(keys):
+        result = hits[key]
+        for place, c in enumerate(reciprocal_rank_fusion([result.get("dense") or [], result.get("lexical") or []])):
+            if (i := row.get(c["id"])) is not None:
+                rel[i, j] = math.exp(-place / rank_decay)
+    return rel
+
+
+def diversify(ranked: list[Chunk], aspects: np.ndarray, weight: float, n: int) -> list[Chunk]:
+    """xQuAD (Santos et al., 2010): pick chunks greedily by (1 − w)·relevance + w·(how much of each
+    aspect they answer that the chunks picked so far left unanswered), so that the first places
+    cover every part of a multi-part question instead of repeating the part that matches best.
+    The first `n` places are chosen this way; the rest keep their relevance order."""
+    if aspects.shape[1] < 2 or weight <= 0 or len(ranked) < 2:
+        return ranked
+    relevance = np.array([c["scores"]["rerank"] for c in ranked], dtype=np.float64)
+    relevance /= relevance.max() or 1.0
+    uncovered = np.ones(aspects.shape[1]) / aspects.shape[1]
+    free = np.ones(len(ranked), dtype=bool)
+    order: list[int] = []
+    for _ in range(min(n, len(ranked))):
+        gain = (1 - weight) * relevance + weight * (aspects @ uncovered)
+        gain[~free] = -np.inf
+        pick = int(np.argmax(gain))
+        order.append(pick)
+        free[pick] = False
+        uncovered *= 1 - aspects[pick]
+    rest = [i for i in range(len(ranked)) if free[i]]
+    for place, i in enumerate(order):
+        ranked[i]["scores"]["diversity_rank"] = place + 1
+    return [ranked[i] for i in order + rest]
 
 
 def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex) -> list[Chunk]:
@@ -136,6 +184,10 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
             c["scores"]["rerank_base"] = c["scores"]["fused_relevance"]
         scored.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
     ranked = apply_boosts(scored, policy.boosts(ctx.current_year) if ctx.boosts else {})
+    if ctx.rerank:
+        diversity = cfg.get("diversity") or {}
+        aspects = aspect_relevance(state.get("hits") or {}, ranked, float(diversity.get("rank_decay", 2.0)))
+        ranked = diversify(ranked, aspects, float(diversity.get("weight", 0.0)), 2 * max_chunks)
     # Texts are read only for the chunks that made the cut once boosted: twice the budget, so the
     # character limit still has chunks to choose from.
     ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][: 2 * max_chunks],

@@ -20,7 +20,7 @@ from graph.policy import load_policy
 from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, RetrieveTask, SearchResult, State
 from graph.vectorstore import SearchHit, TenantRequiredError
-from nodes.decompose import scope_to_mentions
+from nodes.decompose import mentioned_filters, scope_to_mentions
 from nodes.instrumentation import context_of, timed
 
 
@@ -104,6 +104,10 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         filters = dict(rag.get("filters") or {})
         if task["kind"] == "performance":
             filters = {"docType": policy.section("retrieval").get("performance_doc_type", "performance")}
+        if task["kind"] == "sub_query" and task["sub_query"] != task["question"] and ctx.decompose:
+            # A part of a split question that names a source ("... reported by TechCrunch") is
+            # searched within it: that is where its evidence is.
+            filters.update(mentioned_filters(task["sub_query"], policy, rag, ctx.tenant, res.index))
         question_vector = res.embeddings.embed_query(task["question"])
         common = dict(question_vector=question_vector, question_terms=sorted(analyzer.terms(task["question"], language)),
                       # The engine marks which chunks each rerank boost applies to, while it has them at hand.
@@ -119,7 +123,8 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
             scoped = scope_to_mentions(task["question"], policy, rag, ctx.tenant, res.index)
             update["scoped_queries"] = scoped
             for s in scoped:
-                label = ",".join(f"{k}={v}" for k, v in s["filters"].items())
+                label = ",".join(f"{k}={v if not isinstance(v, dict) else '..'.join(v.values())}"
+                                 for k, v in s["filters"].items())
                 results[f"{key}:{label}"] = _search(
                     ctx, res, rag, sub_query_vector=question_vector, sparse=analyzer.query_vector(s["query"], language),
                     filters={**filters, **s["filters"]}, kind="scoped", sub_query=s["query"], **common)
