@@ -1,4 +1,4 @@
-"""The `ragate` command line: ingest, ask, demo, graph, eval.
+"""The `ragate` command line: ingest, ask, demo, graph, eval retrieval, eval answers.
 
 Settings follow the Context: flags win over environment variables (`RAGATE_HOME`,
 `RAGATE_POLICY`, `RAGATE_EMBEDDING_MODEL`, `RAGATE_TENANT`), which win over defaults.
@@ -127,25 +127,24 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_eval_retrieval(args: argparse.Namespace) -> int:
-    """Run a retrieval benchmark through the retrieval-only graph, one pass per ablation."""
+def _eval_home(args: argparse.Namespace) -> str:
+    """The eval collections' home: --home, else $RAGATE_HOME/eval, else .ragate/eval."""
     import os
 
-    from graph.evaluation.datasets import DatasetError, load_dataset
-    from graph.evaluation.report import markdown, write_outputs
-    from graph.evaluation.runner import EvalError, parse_ablations, run_retrieval
+    return args.home or str(Path(os.environ.get("RAGATE_HOME") or ".ragate") / "eval")
+
+
+def _run_eval(args: argparse.Namespace, prefix: str, run, markdown, write_outputs) -> int:
+    """Shared by the eval commands: `run()` -> (dataset, out); a bad request exits 2 with the
+    message, else the Markdown report on stdout and, with --out, the files."""
+    from graph.evaluation.datasets import DatasetError
+    from graph.evaluation.runner import EvalError
     from graph.ingest import IngestError
 
-    home = args.home or str(Path(os.environ.get("RAGATE_HOME") or ".ragate") / "eval")
     try:
-        ablations = parse_ablations(args.ablations)
-        dataset = load_dataset(args.dataset, data_dir=args.data_dir, corpus=args.corpus, queries=args.queries,
-                               qrels=args.qrels)
-        out = run_retrieval(dataset, home=home, ablations=ablations, limit=args.limit, top_n=args.top_n, k=args.k,
-                            intent=args.intent, policy_path=args.policy_path, embedding_model=args.embedding_model,
-                            progress=not args.quiet)
+        dataset, out = run()
     except (DatasetError, EvalError, IngestError) as exc:
-        print(f"ragate eval: {exc}", file=sys.stderr)
+        print(f"{prefix}: {exc}", file=sys.stderr)
         return 2
     for w in dataset.warnings[:10]:
         print(f"warning: {w}", file=sys.stderr)
@@ -156,6 +155,55 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         if note:
             print(f"note: {note}")
     return 0
+
+
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    """Run a retrieval benchmark through the retrieval-only graph, one pass per ablation."""
+    from graph.evaluation.datasets import load_dataset
+    from graph.evaluation.report import markdown, write_outputs
+    from graph.evaluation.runner import parse_ablations, run_retrieval
+
+    def run():
+        ablations = parse_ablations(args.ablations)
+        dataset = load_dataset(args.dataset, data_dir=args.data_dir, corpus=args.corpus, queries=args.queries,
+                               qrels=args.qrels)
+        return dataset, run_retrieval(dataset, home=_eval_home(args), ablations=ablations, limit=args.limit,
+                                      top_n=args.top_n, k=args.k, intent=args.intent, policy_path=args.policy_path,
+                                      embedding_model=args.embedding_model, progress=not args.quiet)
+
+    return _run_eval(args, "ragate eval", run, markdown, write_outputs)
+
+
+def cmd_eval_answers(args: argparse.Namespace) -> int:
+    """Answer every MultiHop-RAG query with the whole graph and score the answers."""
+    from graph.evaluation import answers
+    from graph.evaluation.datasets import load_dataset
+
+    def run():
+        answers.check_dataset(args.dataset)
+        dataset = load_dataset(args.dataset, data_dir=args.data_dir, corpus=args.corpus, queries=args.queries)
+        return dataset, answers.run_answers(dataset, home=_eval_home(args), limit=args.limit, intent=args.intent,
+                                            top_n=args.top_n, k=args.k, policy_path=args.policy_path,
+                                            embedding_model=args.embedding_model, progress=not args.quiet)
+
+    return _run_eval(args, "ragate eval answers", run, answers.markdown, answers.write_outputs)
+
+
+def _eval_flags(p: argparse.ArgumentParser, folders: str, corpus: str, queries: str) -> None:
+    """The flags `eval retrieval` and `eval answers` share (default folders and file names vary)."""
+    p.add_argument("--data-dir", dest="data_dir",
+                   help=f"folder standing for the files (default: $RAGATE_DATASETS or ../shared/datasets, then {folders})")
+    p.add_argument("--corpus", help=f"corpus file ({corpus})")
+    p.add_argument("--queries", help=f"queries file ({queries})")
+    p.add_argument("--limit", type=int, help="only the first N queries")
+    p.add_argument("--k", type=int, help="candidates per search list (default: the policy profile's)")
+    p.add_argument("--intent", help="intent every query is asked with (default: the policy's fallback_intent; "
+                                    "'auto': inferred by route_gate as in production)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--home", help="data folder of the eval collections (default: $RAGATE_HOME/eval or .ragate/eval)")
+    p.add_argument("--policy", dest="policy_path", help="policy YAML (default: $RAGATE_POLICY or policies/rag.yaml)")
+    p.add_argument("--embedding-model", dest="embedding_model",
+                   help="'provider/model' (default: $RAGATE_EMBEDDING_MODEL or local/use-multilingual)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,30 +242,26 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("graph", help="print the graph as a Mermaid diagram")
     p.set_defaults(func=cmd_graph)
 
-    p = sub.add_parser("eval", help="evaluate retrieval on a public benchmark")
+    p = sub.add_parser("eval", help="evaluate retrieval or answers on a public benchmark")
     eval_sub = p.add_subparsers(dest="eval_command", required=True)
     p = eval_sub.add_parser("retrieval", help="retrieval metrics per ablation (bm25, dense, hybrid, ..., full)")
     p.add_argument("--dataset", required=True, choices=["multihop-rag", "beir", "squad"])
-    p.add_argument("--data-dir", dest="data_dir",
-                   help="folder standing for the files (default: $RAGATE_DATASETS or ../shared/datasets, "
-                        "then multihop_rag / scifact / faquad)")
-    p.add_argument("--corpus", help="corpus file (corpus.json, corpus.jsonl or the SQuAD .json)")
-    p.add_argument("--queries", help="queries file (queries_dev.json, queries*.jsonl or the SQuAD .json)")
+    _eval_flags(p, "multihop_rag / scifact / faquad", "corpus.json, corpus.jsonl or the SQuAD .json",
+                "queries_dev.json, queries*.jsonl or the SQuAD .json")
     p.add_argument("--qrels", help="qrels .tsv (beir)")
-    p.add_argument("--limit", type=int, help="only the first N queries")
     p.add_argument("--ablations", help="comma-separated subset of: bm25, dense, hybrid, +decomposition, +rerank, full")
     p.add_argument("--top-n", dest="top_n", type=int, default=30,
                    help="chunks kept per query (>= 10; default 30 so document metrics see 10 documents)")
-    p.add_argument("--k", type=int, help="candidates per search list (default: the policy profile's)")
-    p.add_argument("--intent", help="intent every query is asked with (default: the policy's fallback_intent; "
-                                    "'auto': inferred by route_gate as in production)")
     p.add_argument("--out", help="write results.json, per_query.jsonl, run.json and plots to this folder")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.add_argument("--home", help="data folder of the eval collections (default: $RAGATE_HOME/eval or .ragate/eval)")
-    p.add_argument("--policy", dest="policy_path", help="policy YAML (default: $RAGATE_POLICY or policies/rag.yaml)")
-    p.add_argument("--embedding-model", dest="embedding_model",
-                   help="'provider/model' (default: $RAGATE_EMBEDDING_MODEL or local/use-multilingual)")
     p.set_defaults(func=cmd_eval_retrieval)
+
+    p = eval_sub.add_parser("answers", help="answer accuracy, coverage, citation precision, verdicts and latency of "
+                                            "the whole graph (MultiHop-RAG)")
+    p.add_argument("--dataset", default="multihop-rag", help="only multihop-rag (the default) has gold answers")
+    _eval_flags(p, "multihop_rag", "corpus.json", "queries_dev.json, or MultiHopRAG.json for all queries")
+    p.add_argument("--top-n", dest="top_n", type=int, help="chunks kept after reranking (default: the policy's)")
+    p.add_argument("--out", help="write answers.json and answers_per_query.jsonl to this folder")
+    p.set_defaults(func=cmd_eval_answers)
     return parser
 
 

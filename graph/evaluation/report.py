@@ -25,6 +25,20 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def ingest_lines(ing: dict[str, Any]) -> list[str]:
+    """The corpus and ingest bullets of a report, from `ingest_dataset`'s report."""
+    lines = [(f"- corpus: {ing['documents']} documents → {ing['chunks']} chunks "
+              f"({ing['chunk_tokens']}-token chunks, {ing['overlap_tokens']} overlap) in collection "
+              f"`{ing['collection']}` under {ing['home']}")]
+    if ing["chunks_written"]:
+        lines.append(f"- ingest: {ing['documents_written']} documents, {ing['chunks_written']} chunks written in "
+                     f"{ing['seconds']:.1f} s ({_fmt(ing['chunks_per_s'], 1)} chunks/s), "
+                     f"{ing['documents_unchanged']} unchanged")
+    else:
+        lines.append(f"- ingest: reused ({ing['documents_unchanged']} documents unchanged, checked in {ing['seconds']:.1f} s)")
+    return lines
+
+
 def markdown(out: dict[str, Any]) -> str:
     res, settings = out["results"], out["settings"]
     keys = [k for k in metric_keys(res["dataset"]) if any(m.get(k) is not None for m in res["metrics"].values())]
@@ -34,15 +48,7 @@ def markdown(out: dict[str, Any]) -> str:
     parts.append(f"- queries: {res['n_queries']} scored of the {settings['queries_read']} read"
                  + (f" ({excluded} without retrieval gold, e.g. null_query, excluded)" if excluded else "")
                  + (f"; --limit {settings['limit']}" if settings["limit"] else ""))
-    parts.append(f"- corpus: {ing['documents']} documents → {ing['chunks']} chunks "
-                 f"({ing['chunk_tokens']}-token chunks, {ing['overlap_tokens']} overlap) in collection "
-                 f"`{ing['collection']}` under {ing['home']}")
-    if ing["chunks_written"]:
-        parts.append(f"- ingest: {ing['documents_written']} documents, {ing['chunks_written']} chunks written in "
-                     f"{ing['seconds']:.1f} s ({_fmt(ing['chunks_per_s'], 1)} chunks/s), "
-                     f"{ing['documents_unchanged']} unchanged")
-    else:
-        parts.append(f"- ingest: reused ({ing['documents_unchanged']} documents unchanged, checked in {ing['seconds']:.1f} s)")
+    parts += ingest_lines(ing)
     parts.append(f"- settings: top_n {settings['top_n']}, k {settings['k']}, min_score 0, no context budget, intent "
                  f"{settings['intent']}, embeddings {settings['embedding_model']}")
     parts.append("")
