@@ -38,6 +38,9 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "+decomposition": {"retrieval_mode": "hybrid", "decompose": True, "rerank": False, "boosts": False},
     "+rerank": {"retrieval_mode": "hybrid", "decompose": True, "rerank": True, "boosts": False},
     "full": {"retrieval_mode": "hybrid", "decompose": True, "rerank": True, "boosts": True},
+    # The full pipeline without decomposition (no split, no searches scoped to what the question
+    # names): what decomposition adds where it is not the last switch turned on.
+    "full-decomposition": {"retrieval_mode": "hybrid", "decompose": False, "rerank": True, "boosts": True},
 }
 
 # Every metric key results.json carries per ablation; the ones a dataset cannot have are null.
