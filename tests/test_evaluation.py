@@ -198,6 +198,8 @@ def test_load_multihop_from_a_folder(tmp_path):
     assert set(q.docs) == {ds.documents[1].id, ds.documents[2].id}
     null = ds.queries[2]
     assert null.type == "null_query" and not null.has_gold and null.answer  # kept, for answers
+    # `--corpus FOLDER` stands for the files too
+    assert [d.id for d in load_dataset("multihop-rag", corpus=tmp_path / "mh").documents] == [d.id for d in ds.documents]
     assert ds.types == ["comparison_query", "inference_query", "null_query", "temporal_query"]
 
 

@@ -327,6 +327,9 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, corpus: str |
     """Load a dataset from explicit files, a folder that stands for them, or the default folder."""
     if name not in DATASETS:
         raise DatasetError(f"--dataset: unknown dataset {name!r} (choose from {', '.join(DATASETS)})")
+    if corpus is not None and data_dir is None and Path(corpus).expanduser().is_dir():
+        # `--corpus FOLDER`: a folder holding the standard file names stands for the files.
+        data_dir, corpus = corpus, None
     corpus_p, queries_p, qrels_p = _file(corpus, "--corpus"), _file(queries, "--queries"), _file(qrels, "--qrels")
     if qrels_p is not None and name != "beir":
         raise DatasetError("--qrels: only the beir dataset has qrels")
