@@ -305,7 +305,7 @@ def test_eval_retrieval_end_to_end(tmp_path, capsys):
     results = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert set(results) == RESULT_KEYS
     assert results["dataset"] == "multihop-rag" and results["n_queries"] == 3  # the null query is not scored
-    assert list(results["metrics"]) == ["bm25", "dense", "hybrid", "+decomposition", "+rerank", "full"]
+    assert list(results["metrics"]) == ["bm25", "dense", "hybrid", "+decomposition", "+rerank", "full", "full-decomposition"]
     for name, m in results["metrics"].items():
         for key in ("hits@4", "hits@10", "mrr@10", "map@10", "fact_recall@10", "all_evidence@10"):
             assert 0.0 <= m[key] <= 1.0, (name, key)
