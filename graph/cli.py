@@ -249,7 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     _eval_flags(p, "multihop_rag / scifact / faquad", "corpus.json, corpus.jsonl or the SQuAD .json",
                 "queries_dev.json, queries*.jsonl or the SQuAD .json")
     p.add_argument("--qrels", help="qrels .tsv (beir)")
-    p.add_argument("--ablations", help="comma-separated subset of: bm25, dense, hybrid, +decomposition, +rerank, full")
+    p.add_argument("--ablations", help="comma-separated subset of: bm25, dense, hybrid, +decomposition, +rerank, full, "
+                                       "full-decomposition")
     p.add_argument("--top-n", dest="top_n", type=int, default=30,
                    help="chunks kept per query (>= 10; default 30 so document metrics see 10 documents)")
     p.add_argument("--out", help="write results.json, per_query.jsonl, run.json and plots to this folder")

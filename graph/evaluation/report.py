@@ -8,7 +8,7 @@ from typing import Any
 
 from graph.evaluation.runner import NODES, metric_keys
 
-PER_TYPE_ABLATIONS = ("bm25", "hybrid", "full")
+PER_TYPE_ABLATIONS = ("bm25", "hybrid", "full-decomposition", "full")
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
