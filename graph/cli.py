@@ -37,6 +37,9 @@ def _context(args: argparse.Namespace):
         ctx.k = args.k
     if getattr(args, "top_n", None):
         ctx.top_n = args.top_n
+    for name in ("chunk_tokens", "overlap_tokens"):
+        if getattr(args, name, None) is not None:
+            setattr(ctx, name, getattr(args, name))  # validated in main
     return ctx
 
 
@@ -45,6 +48,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", dest="policy_path", help="policy YAML (default: $RAGATE_POLICY or policies/rag.yaml)")
     p.add_argument("--embedding-model", dest="embedding_model",
                    help="'provider/model' (default: $RAGATE_EMBEDDING_MODEL or local/use-multilingual)")
+
+
+def _chunking_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--chunk-tokens", dest="chunk_tokens", type=int,
+                   help="ingest: chunk size in tokens (default: $RAGATE_CHUNK_TOKENS or 230)")
+    p.add_argument("--overlap-tokens", dest="overlap_tokens", type=int,
+                   help="ingest: tokens repeated between chunks (default: $RAGATE_OVERLAP_TOKENS or 20)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -169,7 +179,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                                qrels=args.qrels)
         return dataset, run_retrieval(dataset, home=_eval_home(args), ablations=ablations, limit=args.limit,
                                       top_n=args.top_n, k=args.k, intent=args.intent, policy_path=args.policy_path,
-                                      embedding_model=args.embedding_model, progress=not args.quiet)
+                                      embedding_model=args.embedding_model, chunk_tokens=args.chunk_tokens,
+                                      overlap_tokens=args.overlap_tokens, progress=not args.quiet)
 
     return _run_eval(args, "ragate eval", run, markdown, write_outputs)
 
@@ -184,7 +195,8 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, corpus=args.corpus, queries=args.queries)
         return dataset, answers.run_answers(dataset, home=_eval_home(args), limit=args.limit, intent=args.intent,
                                             top_n=args.top_n, k=args.k, policy_path=args.policy_path,
-                                            embedding_model=args.embedding_model, progress=not args.quiet)
+                                            embedding_model=args.embedding_model, chunk_tokens=args.chunk_tokens,
+                                            overlap_tokens=args.overlap_tokens, progress=not args.quiet)
 
     return _run_eval(args, "ragate eval answers", run, answers.markdown, answers.write_outputs)
 
@@ -202,6 +214,7 @@ def _eval_flags(p: argparse.ArgumentParser, folders: str, corpus: str, queries: 
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--home", help="data folder of the eval collections (default: $RAGATE_HOME/eval or .ragate/eval)")
     p.add_argument("--policy", dest="policy_path", help="policy YAML (default: $RAGATE_POLICY or policies/rag.yaml)")
+    _chunking_flags(p)
     p.add_argument("--embedding-model", dest="embedding_model",
                    help="'provider/model' (default: $RAGATE_EMBEDDING_MODEL or local/use-multilingual)")
 
@@ -215,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collection", dest="collection_name", default="documents")
     p.add_argument("--tenant", required=True, help="the tenant the documents belong to (never read from the files)")
     p.add_argument("--default-status", default="ready", help="status for documents that give none (default: ready)")
+    _chunking_flags(p)
     p.add_argument("--default-approved", choices=["true", "false"], default="false",
                    help="isApprovedForAI for documents that give none (default: false)")
     p.add_argument("--strict", action="store_true", help="reject the whole batch if any line is invalid")
@@ -267,7 +281,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    chunking = {n: getattr(args, n) for n in ("chunk_tokens", "overlap_tokens") if getattr(args, n, None) is not None}
+    if chunking:
+        from graph.context import Context
+
+        try:
+            Context(**chunking)  # a chunking that cannot work is a usage error, before anything is read
+        except ValueError as exc:
+            parser.error(str(exc))
     return args.func(args)
 
 

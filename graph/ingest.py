@@ -19,14 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graph.context import Context
+from graph.context import CHUNK_TOKENS, OVERLAP_TOKENS, Context
 from graph.policy import load_policy
 from graph.resources import get_analyzer, get_resources
 from graph.text import detect_language, split_sentences
 from graph.vectorstore import TENANT_FIELD, ChunkRecord
 
-CHUNK_TOKENS = 230
-OVERLAP_TOKENS = 20
 TOKENS_PER_WORD = 1.3  # sub-word tokens per whitespace word, Portuguese and English news text
 SUPPORTED_SUFFIXES = (".jsonl", ".md", ".markdown", ".txt")
 
@@ -322,7 +320,7 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
         content = doc.content
         if isinstance(meta.get("performance_snapshot"), dict):
             content = f"{content.rstrip()}\n{render_performance_snapshot(meta['performance_snapshot'])}"
-        pieces = chunk_text(content)
+        pieces = chunk_text(content, ctx.chunk_tokens, ctx.overlap_tokens)
         records = [chunk_record(tenant, doc, meta, header, language, i, piece) for i, piece in enumerate(pieces)]
         if res.index.existing_hashes(collection, tenant, doc.id) == {r.content_hash for r in records}:
             report.documents_unchanged += 1

@@ -463,3 +463,25 @@ def test_python_api_remembers_in_sqlite_under_home(corpus):
     assert (corpus.home / "memory.sqlite").exists()
     item = open_memory_store(ctx).get(("ragate", "memory", "acme"), "api-warn")
     assert item is not None and item.value["tags"] == ["warning"]
+
+
+def test_chunk_size_is_a_setting(tmp_path, capsys):
+    src = tmp_path / "long.md"
+    src.write_text(" ".join(f"Sentence number {i} talks about winter sales in the north." for i in range(200)),
+                   encoding="utf-8")
+    counts = {}
+    for size in (100, 400):
+        rc = main(["ingest", str(src), "--tenant", "t", "--home", str(tmp_path / f"h{size}"), "--chunk-tokens", str(size),
+                   "--overlap-tokens", "10", "--quiet"])
+        assert rc == 0
+        counts[size] = open_index(tmp_path / f"h{size}").count("documents")
+    assert counts[100] > 3 * counts[400] >= 3
+
+
+@pytest.mark.parametrize("flags", [["--chunk-tokens", "5"], ["--chunk-tokens", "100", "--overlap-tokens", "60"]])
+def test_impossible_chunking_is_a_usage_error(tmp_path, capsys, flags):
+    with pytest.raises(SystemExit) as exit_:
+        main(["ingest", str(tmp_path), "--tenant", "t", "--home", str(tmp_path / "h"), *flags])
+    assert exit_.value.code == 2
+    assert "chunk_tokens" in capsys.readouterr().err or "overlap_tokens" in capsys.readouterr().err
+    assert not (tmp_path / "h").exists()  # nothing was written

@@ -197,7 +197,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent: str | None = None,
                 top_n: int | None = None, k: int | None = None, policy_path: str | None = None,
-                embedding_model: str | None = None, progress: bool = True) -> dict[str, Any]:
+                embedding_model: str | None = None, chunk_tokens: int | None = None,
+                overlap_tokens: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Ingest (or reuse) the corpus and answer every query with the whole graph; the results
     (answers.json's content under "results"), the per-query rows and the run's settings."""
     from langgraph.store.memory import InMemoryStore
@@ -212,7 +213,8 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
     if not queries:
         raise EvalError(f"no query with a gold answer among the {len(read)} read")
 
-    ctx = Context(tenant=EVAL_TENANT, home=home, top_n=top_n, k=k)
+    chunking = {name: v for name, v in (("chunk_tokens", chunk_tokens), ("overlap_tokens", overlap_tokens)) if v}
+    ctx = Context(tenant=EVAL_TENANT, home=home, top_n=top_n, k=k, **chunking)
     if policy_path:
         ctx.policy_path = policy_path
     if embedding_model:

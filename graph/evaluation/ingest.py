@@ -16,7 +16,7 @@ from typing import Any
 
 from graph.context import Context
 from graph.evaluation.datasets import Dataset, EvalDocument
-from graph.ingest import CHUNK_TOKENS, OVERLAP_TOKENS, ingest_path
+from graph.ingest import ingest_path
 from graph.resources import get_resources
 
 EVAL_TENANT = "eval"
@@ -24,13 +24,13 @@ EVAL_TENANT = "eval"
 CONVERTER_VERSION = 1
 
 
-def collection_name(dataset: Dataset, embedding_model: str) -> str:
+def collection_name(dataset: Dataset, ctx: Context) -> str:
     h = hashlib.sha256()
     for path in dataset.corpus_files:
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
-    h.update(f"\x1f{CHUNK_TOKENS}\x1f{OVERLAP_TOKENS}\x1f{embedding_model}\x1f{CONVERTER_VERSION}".encode())
+    h.update(f"\x1f{ctx.chunk_tokens}\x1f{ctx.overlap_tokens}\x1f{ctx.embedding_model}\x1f{CONVERTER_VERSION}".encode())
     return f"eval-{dataset.name}-{h.hexdigest()[:12]}"
 
 
@@ -47,7 +47,7 @@ def to_ragate(doc: EvalDocument, doc_type: str) -> dict[str, Any] | None:
 
 def ingest_dataset(dataset: Dataset, ctx: Context, *, progress: bool = True) -> dict[str, Any]:
     """Ingest (or find already ingested) the dataset's documents; the ingest report as a dict."""
-    name = collection_name(dataset, ctx.embedding_model)
+    name = collection_name(dataset, ctx)
     lines = [line for d in dataset.documents if (line := to_ragate(d, dataset.doc_type)) is not None]
     get_resources(ctx).embeddings.embed_query("warm up")  # load the model before the clock starts
     started = time.perf_counter()
@@ -77,6 +77,6 @@ def ingest_dataset(dataset: Dataset, ctx: Context, *, progress: bool = True) -> 
         # Embedding throughput of this run; null when everything was already there.
         "chunks_per_s": round(report.chunks_written / seconds, 1) if report.chunks_written and seconds > 0 else None,
         "reused": report.documents_written == 0 and report.documents_unchanged > 0,
-        "chunk_tokens": CHUNK_TOKENS,
-        "overlap_tokens": OVERLAP_TOKENS,
+        "chunk_tokens": ctx.chunk_tokens,
+        "overlap_tokens": ctx.overlap_tokens,
     }

@@ -99,9 +99,10 @@ class AblationRun:
 
 
 def base_context(*, home: str, collection: str, top_n: int, k: int | None, policy_path: str | None,
-                 embedding_model: str | None) -> Context:
+                 embedding_model: str | None, **settings: Any) -> Context:
+    """The context every ablation starts from; `settings` are further Context fields (None: default)."""
     ctx = Context(tenant=EVAL_TENANT, home=home, collections=[collection], top_n=top_n, k=k, min_score=0.0,
-                  max_context_chars=10**9)
+                  max_context_chars=10**9, **{name: v for name, v in settings.items() if v is not None})
     if policy_path:
         ctx.policy_path = policy_path
     if embedding_model:
@@ -160,7 +161,8 @@ def _metrics(per_query: list[dict[str, float]]) -> dict[str, float | None]:
 
 def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = None, limit: int | None = None,
                   top_n: int = 30, k: int | None = None, intent: str | None = None, policy_path: str | None = None,
-                  embedding_model: str | None = None, progress: bool = True) -> dict[str, Any]:
+                  embedding_model: str | None = None, chunk_tokens: int | None = None,
+                  overlap_tokens: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Ingest (or reuse) the corpus and run every ablation; the results (results.json's content
     under "results", plus the per-query rankings and run settings)."""
     from graph.graph import compile_graph
@@ -177,7 +179,7 @@ def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = 
         raise EvalError(f"no query with retrieval gold among the {len(read)} read")
 
     ctx = base_context(home=home, collection="", top_n=top_n, k=k, policy_path=policy_path,
-                       embedding_model=embedding_model)
+                       embedding_model=embedding_model, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
     ingest = ingest_dataset(dataset, ctx, progress=progress)
     ctx.collections = [ingest["collection"]]
     policy = load_policy(ctx.policy_path)
