@@ -59,6 +59,7 @@ def _chunking_flags(p: argparse.ArgumentParser) -> None:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from graph.ingest import IngestError, ingest_path
+    from graph.vectorstore import CollectionError
 
     ctx = _context(args)
     started = time.perf_counter()
@@ -66,7 +67,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         report = ingest_path(args.path, collection=args.collection_name, tenant=args.tenant, context=ctx,
                              default_status=args.default_status, default_approved=args.default_approved == "true",
                              strict=args.strict, progress=not args.quiet)
-    except IngestError as exc:
+    except (IngestError, CollectionError) as exc:
         print(f"ragate ingest: {exc}", file=sys.stderr)
         return 2
     elapsed = time.perf_counter() - started
@@ -150,10 +151,11 @@ def _run_eval(args: argparse.Namespace, prefix: str, run, markdown, write_output
     from graph.evaluation.datasets import DatasetError
     from graph.evaluation.runner import EvalError
     from graph.ingest import IngestError
+    from graph.vectorstore import CollectionError
 
     try:
         dataset, out = run()
-    except (DatasetError, EvalError, IngestError) as exc:
+    except (DatasetError, EvalError, IngestError, CollectionError) as exc:
         print(f"{prefix}: {exc}", file=sys.stderr)
         return 2
     for w in dataset.warnings[:10]:

@@ -195,7 +195,14 @@ class EdgeVectorIndex:
                 raise CollectionError(
                     f"collection '{collection}' in {self.root} was written by an older ragate (schema "
                     f"{manifest.get('schema')}, now {COLLECTION_SCHEMA}); ingest into a new collection or home")
-            shard = EdgeShard.load(str(shard_dir))
+            try:
+                shard = EdgeShard.load(str(shard_dir))
+            except Exception as exc:
+                if "WouldBlock" in str(exc):  # the write-ahead log is locked by another process
+                    raise CollectionError(
+                        f"collection '{collection}' in {self.root} is open in another process (the embedded engine "
+                        "allows one at a time): stop it, or use a server (vector_store) or another home") from None
+                raise
             self._shards[collection] = shard
             return shard
 

@@ -485,3 +485,23 @@ def test_impossible_chunking_is_a_usage_error(tmp_path, capsys, flags):
     assert exit_.value.code == 2
     assert "chunk_tokens" in capsys.readouterr().err or "overlap_tokens" in capsys.readouterr().err
     assert not (tmp_path / "h").exists()  # nothing was written
+
+
+def test_a_collection_held_by_another_engine_is_a_clear_error(tmp_path, capsys):
+    from graph.vectorstore import CollectionError, EdgeVectorIndex, close_all
+
+    src = tmp_path / "a.md"
+    src.write_text("Winter sales grew in the north.", encoding="utf-8")
+    home = tmp_path / "h"
+    assert main(["ingest", str(src), "--tenant", "t", "--home", str(home), "--quiet"]) == 0
+    close_all()  # the CLI's engine lets go of the folder
+    holder = EdgeVectorIndex(home)
+    assert holder.count("documents") == 1  # opens the shard and holds its write-ahead log
+    try:
+        with pytest.raises(CollectionError, match="open in another process"):
+            EdgeVectorIndex(home).count("documents")
+        assert main(["ingest", str(src), "--tenant", "t", "--home", str(home), "--quiet"]) == 2
+        assert "open in another process" in capsys.readouterr().err
+    finally:
+        holder.close()
+        close_all()
