@@ -107,7 +107,8 @@ def diversify(ranked: list[Chunk], aspects: np.ndarray, weight: float, n: int) -
     """xQuAD (Santos et al., 2010): pick chunks greedily by (1 − w)·relevance + w·(how much of each
     aspect they answer that the chunks picked so far left unanswered), so that the first places
     cover every part of a multi-part question instead of repeating the part that matches best.
-    The first `n` places are chosen this way; the rest keep their relevance order."""
+    The first `n` places are chosen this way (the first one by relevance alone); the rest keep their
+    relevance order."""
     if aspects.shape[1] < 2 or weight <= 0 or len(ranked) < 2:
         return ranked
     relevance = np.array([c["scores"]["rerank"] for c in ranked], dtype=np.float64)
@@ -115,8 +116,10 @@ def diversify(ranked: list[Chunk], aspects: np.ndarray, weight: float, n: int) -
     uncovered = np.ones(aspects.shape[1]) / aspects.shape[1]
     free = np.ones(len(ranked), dtype=bool)
     order: list[int] = []
-    for _ in range(min(n, len(ranked))):
-        gain = (1 - weight) * relevance + weight * (aspects @ uncovered)
+    for place in range(min(n, len(ranked))):
+        # The first place stays the most relevant chunk (as in MMR): the answer to the whole
+        # question comes first, then the parts it leaves uncovered.
+        gain = relevance.copy() if place == 0 else (1 - weight) * relevance + weight * (aspects @ uncovered)
         gain[~free] = -np.inf
         pick = int(np.argmax(gain))
         order.append(pick)

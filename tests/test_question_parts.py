@@ -153,3 +153,10 @@ def test_before_and_after_are_open_ranges(news_home):
         context=Context(home=str(news_home), tenant="news", top_n=10))
     (dated,) = [r for k, r in state["hits"].items() if "date=" in k]
     assert {_doc_of(c["pointId"]) for c in dated["dense"] + dated["lexical"]} == {"sn-sep", "sn-oct"}
+
+
+def test_diversify_keeps_the_most_relevant_chunk_first():
+    # c1 covers both parts, but c0 answers the whole question best: it keeps the first place.
+    aspects = np.array([[0.2, 0.2], [1, 1], [0, 0]], dtype=float)
+    out = diversify(_chunks([1.0, 0.5, 0.4]), aspects, weight=0.9, n=3)
+    assert [c["id"] for c in out] == ["c0", "c1", "c2"]
