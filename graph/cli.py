@@ -52,9 +52,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _chunking_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunk-tokens", dest="chunk_tokens", type=int,
-                   help="ingest: chunk size in tokens (default: $RAGATE_CHUNK_TOKENS or 230)")
+                   help="ingest: chunk size in tokens (default: $RAGATE_CHUNK_TOKENS or 450)")
     p.add_argument("--overlap-tokens", dest="overlap_tokens", type=int,
-                   help="ingest: tokens repeated between chunks (default: $RAGATE_OVERLAP_TOKENS or 20)")
+                   help="ingest: tokens repeated between chunks (default: $RAGATE_OVERLAP_TOKENS or 40)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -350,11 +350,15 @@ def test_eval_retrieval_end_to_end(tmp_path, capsys):
     assert "reused" in capsys.readouterr().out
 
 
-def test_each_chunking_gets_its_own_eval_collection(tmp_path):
-    from graph.context import Context
+def test_each_chunking_gets_its_own_eval_collection(tmp_path, monkeypatch):
+    from graph.context import CHUNK_TOKENS, OVERLAP_TOKENS, Context
+
+    monkeypatch.delenv("RAGATE_CHUNK_TOKENS", raising=False)
+    monkeypatch.delenv("RAGATE_OVERLAP_TOKENS", raising=False)
     from graph.evaluation.ingest import collection_name
 
     ds = load_dataset("multihop-rag", data_dir=write_multihop(tmp_path / "mh"))
     names = {collection_name(ds, Context(chunk_tokens=c, overlap_tokens=o)) for c, o in [(230, 20), (450, 20), (450, 40)]}
     assert len(names) == 3
-    assert collection_name(ds, Context()) == collection_name(ds, Context(chunk_tokens=230, overlap_tokens=20))
+    assert collection_name(ds, Context()) == collection_name(ds, Context(chunk_tokens=CHUNK_TOKENS,
+                                                                         overlap_tokens=OVERLAP_TOKENS))

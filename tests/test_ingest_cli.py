@@ -337,9 +337,11 @@ def test_chunk_text_default_sizes():
     assert all(len(c.split()) <= max_words for c in chunks)
     assert all(len(c.split()) > max_words - 24 for c in chunks[:-1]), "chunks are filled close to the size"
     overlap_words = int(OVERLAP_TOKENS / TOKENS_PER_WORD)
+    carried = overlap_words // 12 * 12  # whole 12-word sentences that fit in the overlap
+    assert carried >= 12
     for prev, nxt in zip(chunks, chunks[1:]):
-        assert nxt.split()[:12] == prev.split()[-12:]
-        assert nxt.split()[:24] != prev.split()[-24:] or overlap_words >= 24
+        assert nxt.split()[:carried] == prev.split()[-carried:]
+        assert nxt.split()[: carried + 12] != prev.split()[-(carried + 12):]  # and not one sentence more
 
 
 def test_chunk_text_cuts_overlong_sentence_at_word_boundaries():
