@@ -85,14 +85,14 @@ def apply_boosts(chunks: list[Chunk], boosts: dict[str, tuple[float, dict]]) -> 
     return sorted(chunks, key=lambda c: (-c["scores"]["rerank"], c["id"]))
 
 
-def aspect_relevance(hits: dict[str, dict], candidates: list[Chunk], rank_decay: float) -> np.ndarray:
+def aspect_relevance(hits: dict[str, dict], question: str, candidates: list[Chunk], rank_decay: float) -> np.ndarray:
     """How well each candidate answers each aspect of a split question, 0–1: one column per part
     (sub-query) and per scoped search; the whole question and the performance search are not
     aspects (the base relevance covers them). Within an aspect, its dense and lexical lists are
     fused (RRF) and a chunk's place p there gives exp(−p / rank_decay): an aspect is answered by its
     first few chunks, not by the fiftieth."""
     keys = [k for k in sorted(hits) if hits[k]["kind"] == "scoped" or
-            (hits[k]["kind"] == "sub_query" and not k.endswith("[0]"))]
+            (hits[k]["kind"] == "sub_query" and hits[k]["sub_query"] != question)]
     row = {c["id"]: i for i, c in enumerate(candidates)}
     rel = np.zeros((len(candidates), len(keys)), dtype=np.float64)
     for j, key in enumerate(keys):
@@ -189,7 +189,8 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     ranked = apply_boosts(scored, policy.boosts(ctx.current_year) if ctx.boosts else {})
     if ctx.rerank:
         diversity = cfg.get("diversity") or {}
-        aspects = aspect_relevance(state.get("hits") or {}, ranked, float(diversity.get("rank_decay", 2.0)))
+        aspects = aspect_relevance(state.get("hits") or {}, state["question"], ranked,
+                                   float(diversity.get("rank_decay", 2.0)))
         ranked = diversify(ranked, aspects, float(diversity.get("weight", 0.0)), 2 * max_chunks)
     # Texts are read only for the chunks that made the cut once boosted: twice the budget, so the
     # character limit still has chunks to choose from.
