@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graph.evaluation.metrics import strip_ws
+
 DATASETS = ("multihop-rag", "beir", "squad")
 # Folder of each dataset under $RAGATE_DATASETS (or ../shared/datasets) when no path is given.
 DEFAULT_FOLDERS = {"multihop-rag": "multihop_rag", "beir": "scifact", "squad": "faquad"}
@@ -153,10 +155,6 @@ def _file(path: str | Path | None, flag: str) -> Path | None:
     return p
 
 
-def _ws(text: str) -> str:
-    return re.sub(r"\s+", "", text)
-
-
 # --- MultiHop-RAG ------------------------------------------------------------------------------
 
 
@@ -196,7 +194,7 @@ def load_multihop(corpus: Path, queries: Path) -> Dataset:
         facts, docs = [], {}
         for e in q.get("evidence_list") or []:
             fact = str(e.get("fact") or "")
-            if _ws(fact):  # an empty fact would "match" every chunk
+            if strip_ws(fact):  # an empty fact would "match" every chunk
                 facts.append(fact)
             url = str(e.get("url") or "").strip()
             if url in by_url:
@@ -282,7 +280,7 @@ def load_squad(corpus: Path, queries: Path | None = None) -> Dataset:
     by_text: dict[str, str] = {}
     warnings: list[str] = []
     for ti, pi, title, context, _ in _squad_paragraphs(corpus, "--corpus"):
-        key = _ws(context)
+        key = strip_ws(context)
         if key in by_text:  # the same paragraph twice: one document
             continue
         doc_id = f"{ti}-{pi}"
@@ -292,7 +290,7 @@ def load_squad(corpus: Path, queries: Path | None = None) -> Dataset:
     out = []
     unmatched = 0
     for ti, pi, _title, context, para in _squad_paragraphs(queries, "--queries"):
-        doc_id = by_text.get(_ws(context))
+        doc_id = by_text.get(strip_ws(context))
         if doc_id is None:
             unmatched += 1
         for qa in para.get("qas") or []:
