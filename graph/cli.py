@@ -45,6 +45,10 @@ def _context(args: argparse.Namespace):
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", help="data folder (default: $RAGATE_HOME or ./.ragate)")
+    _policy_and_model_flags(p)
+
+
+def _policy_and_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", dest="policy_path", help="policy YAML (default: $RAGATE_POLICY or policies/rag.yaml)")
     p.add_argument("--embedding-model", dest="embedding_model",
                    help="'provider/model' (default: $RAGATE_EMBEDDING_MODEL or local/use-multilingual)")
@@ -215,10 +219,8 @@ def _eval_flags(p: argparse.ArgumentParser, folders: str, corpus: str, queries: 
                                     "'auto': inferred by route_gate as in production)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--home", help="data folder of the eval collections (default: $RAGATE_HOME/eval or .ragate/eval)")
-    p.add_argument("--policy", dest="policy_path", help="policy YAML (default: $RAGATE_POLICY or policies/rag.yaml)")
+    _policy_and_model_flags(p)
     _chunking_flags(p)
-    p.add_argument("--embedding-model", dest="embedding_model",
-                   help="'provider/model' (default: $RAGATE_EMBEDDING_MODEL or local/use-multilingual)")
 
 
 def build_parser() -> argparse.ArgumentParser:
