@@ -362,3 +362,12 @@ def test_each_chunking_gets_its_own_eval_collection(tmp_path, monkeypatch):
     assert len(names) == 3
     assert collection_name(ds, Context()) == collection_name(ds, Context(chunk_tokens=CHUNK_TOKENS,
                                                                          overlap_tokens=OVERLAP_TOKENS))
+
+
+def test_eval_context_keeps_given_settings_and_defaults_the_rest():
+    from graph.context import Context
+    from graph.evaluation.runner import eval_context
+
+    ctx = eval_context(home="h", overlap_tokens=0, chunk_tokens=None, policy_path=None, top_n=7)
+    assert ctx.tenant == "eval" and ctx.overlap_tokens == 0 and ctx.top_n == 7  # 0 is a setting, not "unset"
+    assert ctx.chunk_tokens == Context().chunk_tokens and ctx.policy_path == Context().policy_path

@@ -51,12 +51,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from graph.context import Context
 from graph.evaluation.datasets import NULL_TYPE, Dataset, EvalQuery
-from graph.evaluation.ingest import EVAL_TENANT, ingest_dataset
+from graph.evaluation.ingest import ingest_dataset
 from graph.evaluation.metrics import facts_in_chunks, percentiles, strip_ws
 from graph.evaluation.report import _fmt, _table, ingest_lines
-from graph.evaluation.runner import EvalError, _node_key, forget_query_vectors
+from graph.evaluation.runner import EvalError, _node_key, eval_context, forget_query_vectors, resolve_intent
 from graph.policy import load_policy
 from graph.text import citations_in, strip_citations
 
@@ -213,17 +212,11 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
     if not queries:
         raise EvalError(f"no query with a gold answer among the {len(read)} read")
 
-    chunking = {name: v for name, v in (("chunk_tokens", chunk_tokens), ("overlap_tokens", overlap_tokens)) if v}
-    ctx = Context(tenant=EVAL_TENANT, home=home, top_n=top_n, k=k, **chunking)
-    if policy_path:
-        ctx.policy_path = policy_path
-    if embedding_model:
-        ctx.embedding_model = embedding_model
+    ctx = eval_context(home=home, top_n=top_n, k=k, policy_path=policy_path, embedding_model=embedding_model,
+                       chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
     ingest = ingest_dataset(dataset, ctx, progress=progress)
     ctx.collections = [ingest["collection"]]
-    # As in run_retrieval: the policy's fallback intent unless told otherwise; "auto": route_gate infers it.
-    fallback = load_policy(ctx.policy_path).routing.get("fallback_intent")
-    intent = fallback if intent is None else (None if intent == "auto" else intent)
+    intent = resolve_intent(intent, load_policy(ctx.policy_path))  # as in run_retrieval
     extra = {"intent": intent} if intent else {}
 
     store = InMemoryStore()  # throwaway: memory_shield writes here, never to a user's memory.sqlite

@@ -98,16 +98,25 @@ class AblationRun:
     rankings: list[list[str]] = field(default_factory=list)
 
 
+def eval_context(*, home: str, **settings: Any) -> Context:
+    """A Context for an evaluation run, as tenant "eval"; `settings` are further Context fields
+    (None or "": the default)."""
+    return Context(tenant=EVAL_TENANT, home=home, **{name: v for name, v in settings.items() if v not in (None, "")})
+
+
 def base_context(*, home: str, collection: str, top_n: int, k: int | None, policy_path: str | None,
                  embedding_model: str | None, **settings: Any) -> Context:
-    """The context every ablation starts from; `settings` are further Context fields (None: default)."""
-    ctx = Context(tenant=EVAL_TENANT, home=home, collections=[collection], top_n=top_n, k=k, min_score=0.0,
-                  max_context_chars=10**9, **{name: v for name, v in settings.items() if v is not None})
-    if policy_path:
-        ctx.policy_path = policy_path
-    if embedding_model:
-        ctx.embedding_model = embedding_model
-    return ctx
+    """The context every ablation starts from: nothing cut (min_score 0, no context budget)."""
+    return eval_context(home=home, collections=[collection], top_n=top_n, k=k, min_score=0.0, max_context_chars=10**9,
+                        policy_path=policy_path, embedding_model=embedding_model, **settings)
+
+
+def resolve_intent(intent: str | None, policy) -> str | None:
+    """The intent every query is asked with: the policy's fallback intent unless one is given;
+    "auto": none, so that route_gate infers it as in production."""
+    if intent is None:
+        return policy.routing.get("fallback_intent")
+    return None if intent == "auto" else intent
 
 
 def forget_query_vectors(ctx: Context) -> None:
@@ -183,10 +192,7 @@ def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = 
     ingest = ingest_dataset(dataset, ctx, progress=progress)
     ctx.collections = [ingest["collection"]]
     policy = load_policy(ctx.policy_path)
-    if intent is None:
-        intent = policy.routing.get("fallback_intent")
-    elif intent == "auto":
-        intent = None  # route_gate infers it, as in production
+    intent = resolve_intent(intent, policy)
 
     graph = compile_graph(retrieval_only=True)
     # One untimed run loads what every node loads lazily (policy, analyzers, shards), so the first
