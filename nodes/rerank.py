@@ -28,7 +28,7 @@ from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, State
 from graph.vectorstore import VectorIndex
 from nodes.instrumentation import context_of, timed
-from nodes.rrf import reciprocal_rank_fusion
+from nodes.rrf import fused_ids
 
 
 def term_weights(question_terms: set[int], chunk_terms: list[set[int]]) -> dict[int, float]:
@@ -97,8 +97,9 @@ def aspect_relevance(hits: dict[str, dict], question: str, candidates: list[Chun
     rel = np.zeros((len(candidates), len(keys)), dtype=np.float64)
     for j, key in enumerate(keys):
         result = hits[key]
-        for place, c in enumerate(reciprocal_rank_fusion([result.get("dense") or [], result.get("lexical") or []])):
-            if (i := row.get(c["id"])) is not None:
+        # Only the order matters here: ids, not fused chunk copies (this runs per aspect, per question).
+        for place, (cid, _) in enumerate(fused_ids([result.get("dense") or [], result.get("lexical") or []])):
+            if (i := row.get(cid)) is not None:
                 rel[i, j] = math.exp(-place / rank_decay)
     return rel
 

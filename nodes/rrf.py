@@ -15,16 +15,22 @@ from nodes.instrumentation import timed
 RRF_K = 60
 
 
-def reciprocal_rank_fusion(ranked_lists: list[list[Chunk]], k: int = RRF_K) -> list[Chunk]:
-    first: dict[str, Chunk] = {}
+def fused_ids(ranked_lists: list[list[Chunk]], k: int = RRF_K) -> list[tuple[str, float]]:
+    """(chunk id, RRF score) of every chunk in the lists, best first, ties by id."""
     totals: dict[str, float] = {}
     for ranked in ranked_lists:
         for rank, chunk in enumerate(ranked, start=1):
-            cid = chunk["id"]
-            totals[cid] = totals.get(cid, 0.0) + 1.0 / (k + rank)
-            first.setdefault(cid, chunk)
-    order = sorted(totals, key=lambda cid: (-totals[cid], cid))
-    return [Chunk(**{**first[cid], "scores": {"fused": totals[cid]}}) for cid in order]
+            totals[chunk["id"]] = totals.get(chunk["id"], 0.0) + 1.0 / (k + rank)
+    return sorted(totals.items(), key=lambda item: (-item[1], item[0]))
+
+
+def reciprocal_rank_fusion(ranked_lists: list[list[Chunk]], k: int = RRF_K) -> list[Chunk]:
+    """The fused list: each chunk once (as first seen), scored {"fused": its RRF score}."""
+    first: dict[str, Chunk] = {}
+    for ranked in ranked_lists:
+        for chunk in ranked:
+            first.setdefault(chunk["id"], chunk)
+    return [Chunk(**{**first[cid], "scores": {"fused": score}}) for cid, score in fused_ids(ranked_lists, k)]
 
 
 def _best_engine_scores(lists: list[list[Chunk]]) -> dict[str, float]:
