@@ -15,7 +15,7 @@ from datetime import timedelta
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.policy import Policy, PolicyError, load_policy
+from graph.policy import Policy, load_policy
 from graph.resources import get_resources
 from graph.state import State
 from graph.text import count_phrases, find_dates, fold, words
@@ -222,7 +222,9 @@ def scope_to_mentions(question: str, policy: Policy, rag: dict, tenant: str, ind
     named = mentioned_values(question, policy, rag, tenant, index)
     scoped = [{"query": question, "filters": {field: value}} for field, values in named.items() for value in values]
     only = {f: v[0] for f, v in named.items() if len(v) == 1}
-    scoped += [{"query": question, "filters": {**only, "date": r}} for r in date_ranges(question, policy)]
+    for r in date_ranges(question, policy):
+        if (search := {"query": question, "filters": {**only, "date": r}}) not in scoped:  # a date named twice
+            scoped.append(search)
     return scoped[: int(policy.section("retrieval").get("max_mentions", 4))]
 
 

@@ -66,6 +66,16 @@ def merge_lists(per_collection: list[tuple[str, list[SearchHit]]], limit: int) -
     return chunks
 
 
+_RANGE_SIGNS = {"gte": ">=", "gt": ">", "lte": "<=", "lt": "<"}
+
+
+def filter_label(filters: dict) -> str:
+    """A scoped search's name in `hits`: "source=TechCrunch,date=>=2023-10-17 <=2023-10-19" (distinct
+    filters, distinct names: "before" and "after" the same day are two searches)."""
+    return ",".join(f"{k}={' '.join(_RANGE_SIGNS[op] + d for op, d in v.items()) if isinstance(v, dict) else v}"
+                    for k, v in filters.items())
+
+
 def _task_key(task: RetrieveTask) -> str:
     return f"retrieve[{task['index']}]"
 
@@ -123,9 +133,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
             scoped = scope_to_mentions(task["question"], policy, rag, ctx.tenant, res.index)
             update["scoped_queries"] = scoped
             for s in scoped:
-                label = ",".join(f"{k}={v if not isinstance(v, dict) else '..'.join(v.values())}"
-                                 for k, v in s["filters"].items())
-                results[f"{key}:{label}"] = _search(
+                results[f"{key}:{filter_label(s['filters'])}"] = _search(
                     ctx, res, rag, sub_query_vector=question_vector, sparse=analyzer.query_vector(s["query"], language),
                     filters={**filters, **s["filters"]}, kind="scoped", sub_query=s["query"], **common)
     except TenantRequiredError as exc:

@@ -160,3 +160,14 @@ def test_diversify_keeps_the_most_relevant_chunk_first():
     aspects = np.array([[0.2, 0.2], [1, 1], [0, 0]], dtype=float)
     out = diversify(_chunks([1.0, 0.5, 0.4]), aspects, weight=0.9, n=3)
     assert [c["id"] for c in out] == ["c0", "c1", "c2"]
+
+
+def test_before_and_after_the_same_day_are_two_searches_and_a_repeated_date_one(news_home):
+    state = compile_graph(retrieval_only=True).invoke(
+        {"question": "Which prop bets stories did Sporting News publish before October 15, 2023, or after "
+                     "October 15, 2023, and which on October 15, 2023 and October 15, 2023?"},
+        context=Context(home=str(news_home), tenant="news", top_n=10))
+    dated = {k: {_doc_of(c["pointId"]) for c in r["dense"] + r["lexical"]}
+             for k, r in state["hits"].items() if r["kind"] == "scoped" and "date=" in k}
+    # before: sn-sep; after: sn-nov; on (± the window): sn-oct, searched once
+    assert sorted(map(sorted, dated.values())) == [["sn-nov"], ["sn-oct"], ["sn-sep"]]
