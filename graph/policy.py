@@ -158,6 +158,8 @@ def validate_policy(raw: Any, path: str) -> Policy:
     for key in ("min_length", "threshold", "max_subqueries"):
         _require(isinstance(dec.get(key), (int, float)), path, f"decomposition.{key} must be a number")
     _require(2 <= int(dec["max_subqueries"]) <= 4, path, "decomposition.max_subqueries must be between 2 and 4")
+    _require(isinstance(dec.get("min_clause_words", 4), int) and dec.get("min_clause_words", 4) >= 1, path,
+             "decomposition.min_clause_words must be a positive integer")
     _require(isinstance(dec.get("weights"), dict), path, "decomposition.weights must be a mapping")
     lex = dec.get("lexicons")
     _require(isinstance(lex, dict) and lex, path, "decomposition.lexicons must map languages to word lists")

@@ -264,7 +264,7 @@ class EdgeVectorIndex:
                          with_payload=False, params=DENSE_SEARCH),
             QueryRequest(query=Query.Nearest(sparse, using=SPARSE), limit=limit, filter=gate, with_payload=False),
         ]))
-        # Each `.id` access builds a new UUID object: read them once.
+        # Every `.id` / `.score` access converts the engine's value into a new Python object: read them once.
         dense_res = [(p.id, p.score) for p in dense_res]
         sparse_res = [(p.id, p.score) for p in sparse_res]
         ids = list(dict.fromkeys([i for i, _ in dense_res] + [i for i, _ in sparse_res]))

@@ -25,7 +25,8 @@ TENANTS = ("acme", "globex")
 
 # Keep the environment from steering the code under test (a developer's RAGATE_TENANT, a policy
 # override, ...). Set before any Context is built.
-for _var in ("RAGATE_TENANT", "RAGATE_POLICY", "RAGATE_EMBEDDING_MODEL", "RAGATE_VECTOR_STORE"):
+for _var in ("RAGATE_TENANT", "RAGATE_POLICY", "RAGATE_EMBEDDING_MODEL", "RAGATE_VECTOR_STORE", "RAGATE_CHUNK_TOKENS",
+             "RAGATE_OVERLAP_TOKENS"):
     os.environ.pop(_var, None)
 
 

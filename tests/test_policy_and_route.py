@@ -181,6 +181,7 @@ def test_invalid_yaml_raises_policy_error(write_policy):
         (lambda r: r["profiles"]["default"].__setitem__("k", "x"), "profiles.default.k"),
         (lambda r: r["rag"]["default"].__setitem__("profile", "ghost"), "rag.default.profile"),
         (lambda r: r["decomposition"].__setitem__("max_subqueries", 9), "decomposition.max_subqueries"),
+        (lambda r: r["decomposition"].__setitem__("min_clause_words", "four"), "decomposition.min_clause_words"),
         (lambda r: r["routing"].__setitem__("allow_intents", "knowledge"), "routing.allow_intents"),
         (lambda r: r["judge"].__setitem__("thresholds", {"ok": 0.3, "block": 0.6}), "judge.thresholds"),
         (lambda r: r.pop("languages"), "languages"),
@@ -188,8 +189,8 @@ def test_invalid_yaml_raises_policy_error(write_policy):
         (lambda r: r.__setitem__("retrieval", ["ctr"]), "retrieval"),
         (lambda r: r["judge"].__setitem__("empty_closers", "bye"), "judge.empty_closers"),
     ],
-    ids=["k-not-a-number", "unknown-profile", "too-many-subqueries", "allow-not-a-list", "block-above-ok",
-         "missing-section", "unknown-stemmer", "retrieval-not-a-mapping", "closers-not-a-list"],
+    ids=["k-not-a-number", "unknown-profile", "too-many-subqueries", "clause-words-not-a-number", "allow-not-a-list",
+         "block-above-ok", "missing-section", "unknown-stemmer", "retrieval-not-a-mapping", "closers-not-a-list"],
 )
 def test_bad_field_raises_policy_error_naming_it(write_policy, mutate, field):
     path = write_policy(mutate)
