@@ -54,7 +54,7 @@ from typing import Any
 from graph.evaluation.datasets import NULL_TYPE, Dataset, EvalQuery
 from graph.evaluation.ingest import ingest_dataset
 from graph.evaluation.metrics import facts_in_chunks, percentiles, strip_ws
-from graph.evaluation.report import _fmt, _table, ingest_lines
+from graph.evaluation.report import _fmt, _table, ingest_lines, write_jsonl
 from graph.evaluation.runner import EvalError, _node_key, eval_context, forget_query_vectors, resolve_intent
 from graph.policy import load_policy
 from graph.text import citations_in, strip_citations
@@ -342,8 +342,4 @@ def write_outputs(out: dict[str, Any], out_dir: Path) -> tuple[list[Path], str |
     path.write_text(json.dumps({**out["results"], "settings": out["settings"], "errors": out["errors"][:50],
                                 "warnings": out["warnings"][:50]}, ensure_ascii=False, indent=2) + "\n",
                     encoding="utf-8")
-    rows_path = out_dir / "answers_per_query.jsonl"
-    with rows_path.open("w", encoding="utf-8") as fh:
-        for row in out["per_query"]:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return [path, rows_path], None
+    return [path, write_jsonl(out_dir / "answers_per_query.jsonl", out["per_query"])], None

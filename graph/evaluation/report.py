@@ -135,6 +135,13 @@ def plot(results: dict[str, Any], out_dir: Path) -> tuple[list[Path], str | None
     return files, None
 
 
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
 def write_outputs(out: dict[str, Any], out_dir: Path) -> tuple[list[Path], str | None]:
     """results.json (the contract), per_query.jsonl and run.json (details), and the plots."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -142,11 +149,7 @@ def write_outputs(out: dict[str, Any], out_dir: Path) -> tuple[list[Path], str |
     path = out_dir / "results.json"
     path.write_text(json.dumps(out["results"], ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     written.append(path)
-    path = out_dir / "per_query.jsonl"
-    with path.open("w", encoding="utf-8") as fh:
-        for row in out["per_query"]:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    written.append(path)
+    written.append(write_jsonl(out_dir / "per_query.jsonl", out["per_query"]))
     path = out_dir / "run.json"
     path.write_text(json.dumps({"settings": out["settings"], "errors": out["errors"], "warnings": out["warnings"]},
                                ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
