@@ -61,6 +61,7 @@ from graph.vectorstore import (
     ChunkRecord,
     EdgeVectorIndex,
     open_index,
+    payload_passes_gates,
     point_id,
 )
 
@@ -1045,8 +1046,7 @@ def hydrate_variants(index: EdgeVectorIndex, shard, qs, gates, args, n: int = 12
         a = index.fetch(COLLECTION, tenant_name(q["tenant"]), [str(x) for x in ids])
         t1 = time.perf_counter()
         b = {str(r.id): dict(r.payload or {}) for r in shard.retrieve(ids, with_payload=True, with_vector=False)}
-        b = {k: v for k, v in b.items() if v.get(TENANT_FIELD) == tenant_name(q["tenant"])
-             and v.get("isApprovedForAI") == "true" and v.get("status") in APPROVED_STATUSES}
+        b = {k: v for k, v in b.items() if payload_passes_gates(v, tenant_name(q["tenant"]))}
         t2 = time.perf_counter()
         c = {str(p.id): dict(p.payload or {}) for p in shard.query(QueryRequest(
             query=Query.Nearest(dense, using=DENSE), limit=len(ids), with_payload=True, params=SearchParams(exact=True),
