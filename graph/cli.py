@@ -1,4 +1,4 @@
-"""The `ragate` command line: ingest, ask, demo, graph, eval retrieval, eval answers.
+"""The `ragate` command line: ingest, ask, demo, graph, eval retrieval, eval answers, eval groundedness.
 
 Settings follow the Context: flags win over environment variables (`RAGATE_HOME`,
 `RAGATE_POLICY`, `RAGATE_EMBEDDING_MODEL`, `RAGATE_TENANT`), which win over defaults.
@@ -207,6 +207,32 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     return _run_eval(args, "ragate eval answers", run, answers.markdown, answers.write_outputs)
 
 
+def cmd_eval_groundedness(args: argparse.Namespace) -> int:
+    """Judge every answer of a labelled JSONL file with the deterministic groundedness checks."""
+    from graph.embeddings import ProviderError, get_embeddings
+    from graph.evaluation import groundedness
+    from graph.policy import PolicyError, load_policy
+
+    ctx = _context(args)
+    try:
+        items = groundedness.load_items(Path(args.input))
+        policy = load_policy(ctx.policy_path)
+        embeddings = get_embeddings(ctx.embedding_model, ctx.home_path)
+    except (groundedness.GroundednessInputError, PolicyError, ProviderError) as exc:
+        print(f"ragate eval groundedness: {exc}", file=sys.stderr)
+        return 2
+    out = {"input": str(args.input), **groundedness.run_groundedness(items, policy, embeddings, progress=not args.quiet)}
+    if not args.summary_only:
+        for row in out["items"]:
+            print(groundedness.item_line(row))
+        print()
+    print(groundedness.markdown(out))
+    if args.out:
+        files = groundedness.write_outputs(out, Path(args.out))
+        print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
 def _eval_flags(p: argparse.ArgumentParser, folders: str, corpus: str, queries: str) -> None:
     """The flags `eval retrieval` and `eval answers` share (default folders and file names vary)."""
     p.add_argument("--data-dir", dest="data_dir",
@@ -281,6 +307,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-n", dest="top_n", type=int, help="chunks kept after reranking (default: the policy's)")
     p.add_argument("--out", help="write answers.json and answers_per_query.jsonl to this folder")
     p.set_defaults(func=cmd_eval_answers)
+
+    p = eval_sub.add_parser("groundedness", help="the judge's groundedness checks on labelled answers (JSONL): "
+                                                 "per-line scores and, with labels, how well unfaithful ones are caught")
+    p.add_argument("--input", required=True, help='JSONL: {"id", "question"?, "context": [{"doc_id", "text"}], '
+                                                  '"answer", "label"? (1 faithful, 0 not)} per line')
+    p.add_argument("--out", help="write results.json, results.md and per_item.jsonl to this folder")
+    p.add_argument("--summary-only", dest="summary_only", action="store_true", help="print the summary, not a line per answer")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--home", help="data folder (embedding cache; default: $RAGATE_HOME or ./.ragate)")
+    _policy_and_model_flags(p)
+    p.set_defaults(func=cmd_eval_groundedness)
     return parser
 
 

@@ -194,6 +194,23 @@ def validate_policy(raw: Any, path: str) -> Policy:
              path, "retrieval.performance_keywords must be a list of strings")
     for key in ("empty_closers", "action_words"):
         _require(_is_str_list(raw["judge"].get(key, [])), path, f"judge.{key} must be a list of strings")
+    for key in ("invented_value_groundedness", "invented_citation_groundedness", "unsupported_claim_groundedness"):
+        value = raw["judge"].get(key, 0.2)
+        _require(_is_number(value) and 0 <= value <= 1, path, f"judge.{key} must be a number between 0 and 1")
+    grounding = raw["judge"].get("groundedness") or {}
+    _require(isinstance(grounding, dict), path, "judge.groundedness must be a mapping")
+    for key in ("claim_support_floor", "negation_min_overlap"):
+        _require(_is_number(grounding.get(key, 0.5)) and 0 <= grounding.get(key, 0.5) <= 1, path,
+                 f"judge.groundedness.{key} must be a number between 0 and 1")
+    for key in ("semantic_band", "semantic_scale"):
+        pair = grounding.get(key, [0, 1])
+        _require(isinstance(pair, list) and len(pair) == 2 and all(_is_number(v) for v in pair) and pair[0] < pair[1],
+                 path, f"judge.groundedness.{key} must be two increasing numbers [low, high]")
+    for lang, ws in (langs.get("negations") or {}).items():
+        _require(_is_str_list(ws), path, f"languages.negations.{lang} must be a list of words")
+    for lang, ws in (langs.get("number_words") or {}).items():
+        _require(isinstance(ws, dict) and all(isinstance(k, str) and _is_number(v) for k, v in ws.items()), path,
+                 f"languages.number_words.{lang} must map words to numbers")
     return Policy(path=path, raw=raw)
 
 

@@ -25,3 +25,20 @@ def phrases(language: str) -> dict[str, str]:
 
 def phrase(language: str, key: str, **values: Any) -> str:
     return phrases(language)[key].format(**values)
+
+
+@functools.lru_cache(maxsize=None)
+def all_templates() -> tuple[str, ...]:
+    """Every phrase the deterministic composer and safe response write, in every language: the
+    judge does not mistake the composer's own framing for claims about the documents."""
+    found: list[str] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, str):
+            found.append(node)
+        elif isinstance(node, dict):
+            for value in node.values():
+                walk(value)
+
+    walk(_phrasebook())
+    return tuple(found)

@@ -1,150 +1,147 @@
 """judge: score the answer's quality, utility and groundedness (0–1) and decide OK / WARNING / BLOCK.
 
-The deterministic checks always run, whoever composed the answer:
-- every cited id must be one that was retrieved (an invented citation caps groundedness);
-- every number, amount, date, percentage and field name in a sentence must appear in the chunks
-  that sentence cites (an invented value caps groundedness below 0.3, so the answer is blocked);
-- each cited claim's terms should be found in its cited chunks (lexical support).
-Thresholds, ceilings and word lists come from the policy's `judge` section.
+The deterministic checks always run, whoever composed the answer (graph/groundedness.py): every
+claim must be supported by the chunks it cites; an invented value, date, name, field or citation,
+a flipped negation or an uncited fact caps groundedness below 0.3, so the answer is blocked. When an
+LLM judge is configured its groundedness is bounded by the deterministic one (`combine_with_llm`).
+Thresholds, ceilings and word lists come from the policy's `judge` and `languages` sections.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.embeddings import get_embeddings
+from graph.groundedness import GroundednessChecker, Lexicons, Source, Thresholds, groundedness_score
 from graph.policy import Policy, load_policy
+from graph.prompts import all_templates
 from graph.resources import get_analyzer
 from graph.state import Chunk, State, Verdict
-from graph.text import (
-    Analyzer,
-    citations_in,
-    detect_language,
-    extract_fields,
-    extract_values,
-    has_any_phrase,
-    split_sentences,
-    strip_citations,
-    value_pool,
-    value_supported,
-)
+from graph.text import citations_in, detect_language, extract_values, has_any_phrase, split_sentences, strip_citations
 from nodes.instrumentation import context_of, timed
 
-_BULLET = re.compile(r"^\s*(?:[-*•]+|\d+[.)])\s+")
 UTILITY_BY_COVERAGE = {"high": 0.95, "medium": 0.85, "low": 0.6, "none": 0.5}
+_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
 
 
-def check_claims(answer: str, chunks: list[Chunk], analyzer: Analyzer, language: str) -> list[dict]:
-    """Per-sentence support: which ids it cites, which values or fields are not in them, how much of
-    its wording the cited chunks contain."""
-    by_doc: dict[str, list[str]] = {}
-    for c in chunks:
-        by_doc.setdefault(c["docId"], []).append(c["content"])
-    # What each cited document offers, computed once: its values, its text, its terms.
-    doc_values = {d: value_pool(texts) for d, texts in by_doc.items()}
-    doc_text = {d: "\n".join(texts).casefold() for d, texts in by_doc.items()}
-    doc_terms = {d: set().union(*(analyzer.terms(t, language) for t in texts)) for d, texts in by_doc.items()}
-    checks = []
-    for line in answer.splitlines():
-        for sentence in split_sentences(line):
-            cited = citations_in(sentence)
-            text = strip_citations(_BULLET.sub("", sentence))
-            values = extract_values(text)
-            fields = extract_fields(text)
-            if not cited and not values and not fields:
-                continue  # framing ("Based on the retrieved documents:") makes no factual claim
-            unknown = [c for c in cited if c not in by_doc]
-            known = [c for c in cited if c in by_doc]
-            pool = set().union(*(doc_values[c] for c in known))
-            bad_values = [surface for surface, readings in values if not value_supported(readings, pool)]
-            bad_fields = [f for f in fields if not any(f.casefold() in doc_text[c] for c in known)]
-            terms = analyzer.terms(text, language)
-            source_terms = set().union(*(doc_terms[c] for c in known))
-            support = len(terms & source_terms) / len(terms) if terms else 1.0
-            reasons = []
-            if unknown:
-                reasons.append(f"cites ids that were not retrieved: {', '.join(unknown)}")
-            if not cited:
-                reasons.append("states values without citing a source")
-            if bad_values:
-                reasons.append(f"values not found in the cited chunks: {', '.join(bad_values)}")
-            if bad_fields:
-                reasons.append(f"field names not found in the cited chunks: {', '.join(bad_fields)}")
-            checks.append({"claim": text, "cited": cited, "support": round(support, 3),
-                           "unsupported_values": bad_values, "unsupported_fields": bad_fields,
-                           "unknown_citations": unknown, "supported": not reasons, "reasons": reasons})
-    return checks
+_checkers: dict[int, tuple[Policy, GroundednessChecker]] = {}
 
 
-def deterministic_verdict(state: State, policy: Policy) -> Verdict:
+def _checker(policy: Policy) -> GroundednessChecker:
+    # load_policy hands out one Policy object per file version, so a changed policy gets a new
+    # checker; the Policy is kept beside it so a recycled id() can never match a stale entry.
+    entry = _checkers.get(id(policy))
+    if entry is None or entry[0] is not policy:
+        if len(_checkers) >= 8:
+            _checkers.pop(next(iter(_checkers)))
+        entry = (policy, GroundednessChecker(get_analyzer(policy), Lexicons.from_policy(policy.raw, all_templates()),
+                                             Thresholds.from_policy(policy.section("judge"))))
+        _checkers[id(policy)] = entry
+    return entry[1]
+
+
+def checker_for(policy: Policy, embeddings: Any = None) -> GroundednessChecker:
+    base = _checker(policy)
+    if embeddings is None:
+        return base
+    return GroundednessChecker(base.analyzer, base.lexicons, base.thresholds, embeddings)
+
+
+def sources_of(chunks: Sequence[Chunk]) -> list[Source]:
+    return [Source(doc_id=c["docId"], text=c.get("content", ""), chunk_id=c.get("id", "")) for c in chunks]
+
+
+def judge_answer(answer: str, sources: Sequence[Source], *, language: str, coverage: str, policy: Policy,
+                 embeddings: Any = None) -> Verdict:
+    """The deterministic verdict on one answer: per-claim support, the three scores, the decision."""
     cfg = policy.section("judge")
-    answer = state.get("answer") or ""
-    chunks = state.get("reranked") or []
-    language = state.get("language", "en")
-    coverage = state.get("coverage_level", "none")
-    checks = check_claims(answer, chunks, get_analyzer(policy), language)
-
-    # Groundedness: lexical support of the cited claims, capped by the hard checks.
-    cited = [c for c in checks if c["cited"]]
-    groundedness = 0.5 + 0.5 * (sum(c["support"] for c in cited) / len(cited)) if cited else 1.0
-    g_reason = f"{len(cited)} cited claim(s), mean lexical support {groundedness:.2f}" if cited else "no factual claims made"
-    invented_values = [v for c in checks for v in c["unsupported_values"] + c["unsupported_fields"]]
-    invented_ids = [i for c in checks for i in c["unknown_citations"]]
-    if invented_ids:
-        groundedness = min(groundedness, cfg.get("invented_citation_groundedness", 0.2))
-        g_reason = f"cites ids that were not retrieved: {', '.join(dict.fromkeys(invented_ids))}"
-    if invented_values:
-        groundedness = min(groundedness, cfg.get("invented_value_groundedness", 0.2))
-        g_reason = f"values not found in the cited sources: {', '.join(dict.fromkeys(invented_values))}"
-
-    # Quality: structure and form.
-    quality, q_notes = 1.0, []
-    body = strip_citations(answer)
-    if coverage != "none" and not citations_in(answer):
-        quality -= 0.4
-        q_notes.append("no citations")
-    if len(body) < 30:
-        quality -= 0.3
-        q_notes.append("very short")
-    max_chars = policy.section("compose").get("max_answer_chars", 1600)
-    if len(answer) > 1.5 * max_chars:
-        quality -= 0.2
-        q_notes.append("too long")
-    sentences = [s.casefold() for s in split_sentences(body)]
-    if len(sentences) != len(set(sentences)):
-        quality -= 0.2
-        q_notes.append("repeated sentences")
-    langs = policy.raw["languages"]
-    if body and detect_language(body, langs["markers"], language) != language:
-        quality -= 0.1
-        q_notes.append("partly in another language than the question")
-    quality = max(0.0, quality)
-    q_reason = "; ".join(q_notes) or "structured, cited, in the question's language"
-
-    # Utility: how much the reader can act on.
-    utility = UTILITY_BY_COVERAGE.get(coverage, 0.5)
-    u_notes = [f"coverage {coverage}"]
-    if extract_values(body):
-        utility += 0.05
-        u_notes.append("concrete numbers")
-    if has_any_phrase(body, cfg.get("action_words", [])):
-        utility += 0.05
-        u_notes.append("trend or recommended action")
-    if has_any_phrase(body, cfg.get("empty_closers", [])):
-        utility -= 0.3
-        u_notes.append("empty closing phrase")
-    utility = min(1.0, max(0.0, utility))
-
-    scores = {"quality": round(quality, 3), "utility": round(utility, 3), "groundedness": round(groundedness, 3)}
+    checks = checker_for(policy, embeddings).check(answer, sources, language)
+    groundedness, g_reason = groundedness_score(checks, cfg)
+    quality, q_reason = quality_score(answer, coverage, language, policy)
+    utility, u_reason = utility_score(answer, coverage, cfg)
+    scores = {"quality": quality, "utility": utility, "groundedness": groundedness}
     return Verdict(
         scores=scores,
-        reasoning={"quality": q_reason, "utility": ", ".join(u_notes), "groundedness": g_reason},
+        reasoning={"quality": q_reason, "utility": u_reason, "groundedness": g_reason},
         final_decision=decide(scores, cfg["thresholds"]),
         checks=checks,
         method="deterministic",
     )
+
+
+def quality_score(answer: str, coverage: str, language: str, policy: Policy) -> tuple[float, str]:
+    """Structure and form: cited, not too short or long, no repetition, in the question's language."""
+    quality, notes = 1.0, []
+    body = strip_citations(answer)
+    if coverage != "none" and not citations_in(answer):
+        quality -= 0.4
+        notes.append("no citations")
+    if len(body) < 30:
+        quality -= 0.3
+        notes.append("very short")
+    max_chars = policy.section("compose").get("max_answer_chars", 1600)
+    if len(answer) > 1.5 * max_chars:
+        quality -= 0.2
+        notes.append("too long")
+    sentences = [s.casefold() for s in split_sentences(body)]
+    if len(sentences) != len(set(sentences)):
+        quality -= 0.2
+        notes.append("repeated sentences")
+    langs = policy.raw["languages"]
+    if body and detect_language(body, langs["markers"], language) != language:
+        quality -= 0.1
+        notes.append("partly in another language than the question")
+    return round(max(0.0, quality), 3), "; ".join(notes) or "structured, cited, in the question's language"
+
+
+def utility_score(answer: str, coverage: str, cfg: Mapping[str, Any]) -> tuple[float, str]:
+    """How much the reader can act on: coverage, then concrete numbers, a trend or a recommended
+    action and a readable structure raise it; an empty closing phrase lowers it."""
+    body = strip_citations(answer)
+    utility = UTILITY_BY_COVERAGE.get(coverage, 0.5)
+    notes = [f"coverage {coverage}"]
+    if extract_values(body):
+        utility += 0.05
+        notes.append("concrete numbers")
+    if has_any_phrase(body, cfg.get("action_words", [])):
+        utility += 0.05
+        notes.append("trend or recommended action")
+    if len(_LIST_ITEM.findall(body)) >= 2 or body.count("\n\n") >= 1:
+        utility += 0.03
+        notes.append("structured in items or paragraphs")
+    if has_any_phrase(body, cfg.get("empty_closers", [])):
+        utility -= 0.3
+        notes.append("empty closing phrase")
+    return round(min(1.0, max(0.0, utility)), 3), ", ".join(notes)
+
+
+def deterministic_verdict(state: State, policy: Policy, embeddings: Any = None) -> Verdict:
+    return judge_answer(state.get("answer") or "", sources_of(state.get("reranked") or []),
+                        language=state.get("language", "en"), coverage=state.get("coverage_level", "none"),
+                        policy=policy, embeddings=embeddings)
+
+
+def combine_with_llm(deterministic: Verdict, llm: Verdict, thresholds: Mapping[str, float]) -> Verdict:
+    """An LLM judge's verdict, bounded by the deterministic checks: its groundedness can never exceed
+    the deterministic one (an invented value stays below 0.3 whatever the LLM says)."""
+    det_scores = deterministic.get("scores", {})
+    scores = {k: float(v) for k, v in (llm.get("scores") or {}).items()}
+    for key in ("quality", "utility", "groundedness"):
+        scores.setdefault(key, det_scores.get(key, 0.0))
+    bounded = scores["groundedness"] > det_scores.get("groundedness", 1.0)
+    scores["groundedness"] = min(scores["groundedness"], det_scores.get("groundedness", 1.0))
+    reasoning = dict(llm.get("reasoning") or {})
+    if bounded:
+        reasoning["groundedness"] = (f"{reasoning.get('groundedness', '')} (bounded by the deterministic checks: "
+                                     f"{deterministic.get('reasoning', {}).get('groundedness', '')})").strip()
+    return Verdict(scores={k: round(v, 3) for k, v in scores.items()}, reasoning=reasoning,
+                   final_decision=decide(scores, thresholds), checks=deterministic.get("checks", []),
+                   method="llm+deterministic")
 
 
 def decide(scores: dict[str, float], thresholds: dict[str, float]) -> str:
@@ -168,4 +165,11 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
                                               "groundedness": f"policy unavailable: {exc}"},
                                    final_decision="BLOCK" if state.get("citations_used") else "WARNING",
                                    checks=[], method="unavailable")}
-    return {"verdict": deterministic_verdict(state, policy)}
+    try:
+        embeddings = get_embeddings(ctx.embedding_model, ctx.home_path)
+    except Exception as exc:  # no semantic rescue for paraphrases, the hard checks still hold
+        embeddings = None
+        errors = [f"judge: embeddings unavailable, lexical support only: {exc}"]
+    else:
+        errors = []
+    return {"verdict": deterministic_verdict(state, policy, embeddings), **({"errors": errors} if errors else {})}
