@@ -359,7 +359,7 @@ class GroundednessChecker:
             if bad_names:
                 reasons.append(f"names not found in the cited chunks: {', '.join(bad_names)}")
             if flipped:
-                reasons.append(f"contradicts its source: the polarity of “{best_sentence[:120]}” is reversed")
+                reasons.append(f"contradicts its source sentence in {best_chunk}: a negation in one is not in the other")
             hard = bool(reasons)
             if known and not hard and support < self.thresholds.claim_support_floor:
                 reasons.append(f"wording not supported by the cited chunks (support {support:.2f})")
@@ -431,6 +431,7 @@ def groundedness_score(checks: Sequence[Mapping[str, Any]], cfg: Mapping[str, An
     if invented or any(c["negation_flip"] or not c["cited"] for c in failing):
         score = min(score, cfg.get("invented_value_groundedness", 0.2))
     score = min(score, cfg.get("unsupported_claim_groundedness", 0.25))
-    first = failing[0]
-    reason = f"{len(failing)} of {len(checks)} claim(s) unsupported; first: “{first['claim'][:100]}”: {first['reasons'][0]}"
+    # Claims are named by position, not quoted: reasoning goes to logs, which never hold document text.
+    first = next(i for i, c in enumerate(checks, 1) if not c["supported"])
+    reason = f"{len(failing)} of {len(checks)} claim(s) unsupported; claim {first}: {checks[first - 1]['reasons'][0]}"
     return round(score, 3), reason
