@@ -1,4 +1,4 @@
-"""The `ragate` command line: ingest, ask, demo, graph, eval retrieval, eval answers, eval groundedness.
+"""The `ragate` command line: ingest, ask, feedback, demo, graph, eval retrieval / answers / groundedness.
 
 Settings follow the Context: flags win over environment variables (`RAGATE_HOME`,
 `RAGATE_POLICY`, `RAGATE_EMBEDDING_MODEL`, `RAGATE_TENANT`), which win over defaults.
@@ -7,6 +7,7 @@ Settings follow the Context: flags win over environment variables (`RAGATE_HOME`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -102,15 +103,35 @@ def _print_answer(out: dict) -> None:
     print(f"request id: {out['request_id']}")
 
 
-def cmd_ask(args: argparse.Namespace) -> int:
-    from graph.api import Ragate
+def _request_log(ctx) -> None:
+    from graph.logs import configure_request_log
 
+    configure_request_log(str(ctx.home_path / "logs" / "requests.jsonl"))
+
+
+def _ragate(ctx, prefix: str):
+    """The API object, or None after printing why the memory backend cannot be opened."""
+    from graph.api import Ragate
+    from graph.persistence import PersistenceError
+
+    try:
+        return Ragate(ctx)
+    except PersistenceError as exc:
+        print(f"{prefix}: {exc}", file=sys.stderr)
+        return None
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
     ctx = _context(args)
     if not ctx.tenant:
         print("ragate ask: --tenant is required (or set RAGATE_TENANT): every search is restricted to one tenant",
               file=sys.stderr)
         return 2
-    out = Ragate(ctx).ask(args.question, intent=args.intent, entity=args.entity)
+    _request_log(ctx)
+    rag = _ragate(ctx, "ragate ask")
+    if rag is None:
+        return 2
+    out = rag.ask(args.question, intent=args.intent, entity=args.entity, thread_id=args.thread)
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
@@ -118,9 +139,25 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_feedback(args: argparse.Namespace) -> int:
+    """Rate an answer by its request id (the tenant's own requests only)."""
+    from graph.api import open_memory_store
+    from graph.feedback import FeedbackError, record_feedback
+    from graph.persistence import PersistenceError
+
+    ctx = _context(args)
+    try:
+        stored = record_feedback(open_memory_store(ctx), ctx.tenant, args.request_id, args.rating, args.comment)
+    except (FeedbackError, PersistenceError) as exc:
+        print(f"ragate feedback: {exc}", file=sys.stderr)
+        return 2
+    print(f"feedback recorded for request {stored['request_id']}: rating {stored['rating']} "
+          f"(the judge said {stored['final_decision']}, scores {stored['scores']})", flush=True)
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Ingest the bundled sample corpus and answer a few sample questions."""
-    from graph.api import Ragate
     from graph.ingest import ingest_path
 
     ctx = _context(args)
@@ -128,10 +165,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         report = ingest_path(SAMPLES / tenant, collection="documents", tenant=tenant, context=ctx, progress=not args.quiet)
         print(f"ingested samples/{tenant}: {report.documents_written} written, {report.documents_unchanged} unchanged, "
               f"{report.chunks_written} chunks")
+    _request_log(ctx)
+    rag = _ragate(ctx, "ragate demo")
+    if rag is None:
+        return 2
     for tenant, question in DEMO_QUESTIONS:
-        ctx.tenant = tenant
         print(f"\n=== [{tenant}] {question}")
-        _print_answer(Ragate(ctx).ask(question))
+        _print_answer(rag.ask(question, context=dataclasses.replace(ctx, tenant=tenant)))
     return 0
 
 
@@ -275,8 +315,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, help="candidates per search list")
     p.add_argument("--top-n", dest="top_n", type=int, help="chunks kept after reranking")
     p.add_argument("--json", action="store_true", help="print the output contract as one JSON object")
+    p.add_argument("--thread", help="thread id: earlier questions of the thread are its history (checkpointed)")
     _common(p)
     p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("feedback", help="rate an answer by its request id")
+    p.add_argument("request_id")
+    p.add_argument("--rating", required=True, help="up, down or 1-5")
+    p.add_argument("--comment")
+    p.add_argument("--tenant", help="the caller's tenant (default: $RAGATE_TENANT)")
+    _common(p)
+    p.set_defaults(func=cmd_feedback)
 
     p = sub.add_parser("demo", help="ingest the bundled samples and answer sample questions")
     p.add_argument("--quiet", action="store_true")

@@ -61,6 +61,11 @@ class Context:
         default_factory=lambda: int(_env("RAGATE_OVERLAP_TOKENS", str(OVERLAP_TOKENS))),
         metadata={"description": "Ingest: tokens each chunk repeats from the end of the one before (whole sentences)."},
     )
+    memory_url: str | None = field(
+        default_factory=lambda: os.environ.get("RAGATE_MEMORY_URL", "").strip() or None,
+        metadata={"description": "Where memory, request records, feedback and thread history live: empty for SQLite "
+                                 "files under `home` (embedded default), or a postgresql:// URL."},
+    )
     vector_store: str = field(
         default_factory=lambda: _env("RAGATE_VECTOR_STORE", "embedded"),
         metadata={"description": "'embedded': Qdrant's engine in-process, collections under `home`."},

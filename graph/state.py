@@ -28,7 +28,7 @@ class RouteRecord(TypedDict, total=False):
     enabled: bool
     question: str
     intent: str
-    intent_source: Literal["caller", "rule", "fallback"]
+    intent_source: Literal["caller", "rule", "fallback", "history"]
     entity: str
     collections: list[str]
     profile: dict[str, Any]
@@ -89,6 +89,16 @@ class MemoryOutcome(TypedDict, total=False):
     reason: str
 
 
+class Turn(TypedDict, total=False):
+    """One finished exchange of a thread, as the next question sees it."""
+
+    request_id: str
+    question: str
+    answer: str
+    intent: str | None
+    final_decision: Decision
+
+
 class InputState(TypedDict, total=False):
     """What a caller sends."""
 
@@ -96,7 +106,7 @@ class InputState(TypedDict, total=False):
     intent: NotRequired[str | None]
     entity: NotRequired[str | None]
     request_id: NotRequired[str]
-    history: NotRequired[list[dict[str, Any]]]
+    history: NotRequired[list[Turn]]           # a stateless caller's own history (a thread keeps its own)
 
 
 class State(TypedDict, total=False):
@@ -107,7 +117,9 @@ class State(TypedDict, total=False):
     intent: str | None
     entity: str | None
     tenant: str | None
-    history: list[dict[str, Any]]           # recent turns of the thread: [{"question", "answer"}]
+    # Recent turns of the thread, oldest first. With a checkpointer, memory_shield appends each
+    # finished turn and the next question of the thread finds them here (policy memory.history_turns).
+    history: list[Turn]
     language: str                           # language of the question ("pt", "en")
 
     rag: RouteRecord                        # route_gate's decision and policy snapshot

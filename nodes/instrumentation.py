@@ -7,6 +7,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from langgraph.types import Overwrite
+
 
 def timed(name: str | Callable[[Any], str]):
     """Record the node's wall time under `name` (or `name(state)` for fan-out branches)."""
@@ -18,7 +20,11 @@ def timed(name: str | Callable[[Any], str]):
             update = fn(state, runtime) or {}
             key = name(state) if callable(name) else name
             elapsed = round((time.perf_counter() - started) * 1000, 3)
-            update["timings_ms"] = {**update.get("timings_ms", {}), key: elapsed}
+            previous = update.get("timings_ms", {})
+            if isinstance(previous, Overwrite):  # route_gate starts a thread's new turn from empty timings
+                update["timings_ms"] = Overwrite({**previous.value, key: elapsed})
+            else:
+                update["timings_ms"] = {**previous, key: elapsed}
             return update
 
         return wrapper

@@ -1,8 +1,15 @@
-"""memory_shield: only vetted answers are remembered.
+"""memory_shield: only vetted answers are remembered; every request is recorded.
 
 OK answers are written to the LangGraph store, WARNING answers are written with a `warning` tag,
 BLOCK answers are never written. Memory is namespaced by tenant, so one tenant's remembered
 answers are never visible to another.
+
+As the last node of every path it also
+- writes the request record (graph/audit.py) under `("ragate", "requests", tenant)`, which feedback
+  is checked against, and emits it as the request's one JSON log line;
+- appends the finished turn to the thread's `history` (kept by the checkpointer, capped by the
+  policy's `memory.history_turns`) and clears the per-request inputs `intent` and `entity`, so the
+  next question of the thread does not inherit them.
 """
 
 from __future__ import annotations
@@ -11,33 +18,30 @@ import datetime as _dt
 
 from langgraph.runtime import Runtime
 
+from graph.audit import REQUESTS, emit, namespace, request_record
 from graph.context import Context
 from graph.policy import load_policy
-from graph.state import MemoryOutcome, State
+from graph.state import MemoryOutcome, State, Turn
 from nodes.instrumentation import context_of, timed
+
+DEFAULT_HISTORY_TURNS = 5
 
 
 def memory_namespace(tenant: str, policy_namespace: str = "memory") -> tuple[str, ...]:
-    return ("ragate", policy_namespace, tenant)
+    return namespace(policy_namespace, tenant)
 
 
-@timed("memory_shield")
-def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
-    ctx = context_of(runtime)
+def remember(state: State, store, tenant: str | None, ns_name: str) -> tuple[MemoryOutcome, list[str]]:
+    """Write an OK / WARNING answer to memory; never a BLOCK one."""
     decision = (state.get("verdict") or {}).get("final_decision", "BLOCK")
     key = state["request_id"]
     if decision == "BLOCK":
-        return {"memory": MemoryOutcome(saved=False, tag=None, key=key, reason="BLOCK verdicts are never remembered")}
-    store = getattr(runtime, "store", None)
+        return MemoryOutcome(saved=False, tag=None, key=key, reason="BLOCK verdicts are never remembered"), []
     if store is None:
-        return {"memory": MemoryOutcome(saved=False, tag=None, key=key, reason="no store configured for this run")}
-    if not ctx.tenant or not str(ctx.tenant).strip():
-        return {"memory": MemoryOutcome(saved=False, tag=None, key=key, reason="no tenant: nothing is remembered")}
-    try:
-        ns_name = load_policy(ctx.policy_path).section("memory").get("namespace", "memory")
-    except Exception:
-        ns_name = "memory"
-    namespace = memory_namespace(ctx.tenant, ns_name)
+        return MemoryOutcome(saved=False, tag=None, key=key, reason="no store configured for this run"), []
+    if not tenant or not str(tenant).strip():
+        return MemoryOutcome(saved=False, tag=None, key=key, reason="no tenant: nothing is remembered"), []
+    ns = memory_namespace(tenant, ns_name)
     tag = "warning" if decision == "WARNING" else None
     verdict = state.get("verdict") or {}
     value = {
@@ -53,10 +57,40 @@ def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
         "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
     }
     try:
-        store.put(namespace, key, value, index=False)
+        store.put(ns, key, value, index=False)
     except Exception as exc:  # a failing store must not lose the answer
-        return {"memory": MemoryOutcome(saved=False, tag=tag, namespace=list(namespace), key=key,
-                                        reason=f"store write failed: {type(exc).__name__}: {exc}"),
-                "errors": [f"memory_shield: store write failed: {exc}"]}
-    return {"memory": MemoryOutcome(saved=True, tag=tag, namespace=list(namespace), key=key,
-                                    reason="remembered" + (" with a warning tag" if tag else ""))}
+        return (MemoryOutcome(saved=False, tag=tag, namespace=list(ns), key=key,
+                              reason=f"store write failed: {type(exc).__name__}: {exc}"),
+                [f"memory_shield: store write failed: {exc}"])
+    return MemoryOutcome(saved=True, tag=tag, namespace=list(ns), key=key,
+                         reason="remembered" + (" with a warning tag" if tag else "")), []
+
+
+@timed("memory_shield")
+def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
+    ctx = context_of(runtime)
+    try:
+        memory_cfg = load_policy(ctx.policy_path).section("memory")
+    except Exception:
+        memory_cfg = {}
+    store = getattr(runtime, "store", None)
+    memory, errors = remember(state, store, ctx.tenant, memory_cfg.get("namespace", "memory"))
+
+    record = request_record({**state, "errors": (state.get("errors") or []) + errors}, dict(memory))
+    if store is not None and ctx.tenant and str(ctx.tenant).strip():
+        try:
+            store.put(namespace(REQUESTS, ctx.tenant), state["request_id"], record, index=False)
+        except Exception as exc:
+            errors.append(f"memory_shield: request record not written: {exc}")
+            record["errors"] = record["errors"] + errors[-1:]
+    emit(record)
+
+    turns = int(memory_cfg.get("history_turns", DEFAULT_HISTORY_TURNS))
+    turn = Turn(request_id=state["request_id"], question=state.get("question", ""), answer=state.get("answer", ""),
+                intent=(state.get("rag") or {}).get("intent"),
+                final_decision=(state.get("verdict") or {}).get("final_decision", "BLOCK"))
+    history = ((state.get("history") or []) + [turn])[-turns:] if turns > 0 else []
+    update = {"memory": memory, "history": history, "intent": None, "entity": None}
+    if errors:
+        update["errors"] = errors
+    return update

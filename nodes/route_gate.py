@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
@@ -52,11 +53,24 @@ def policy_snapshot(policy: Policy, entity_spec: dict, intent: str | None) -> di
     }
 
 
+def fresh_turn() -> dict:
+    """Everything a previous question of the same thread left in the checkpointed state is cleared
+    before this one starts; the reducer fields are overwritten, not merged into."""
+    return {"decomposition": {}, "sub_queries": [], "scoped_queries": [], "fused": [], "reranked": [], "answer": "",
+            "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {}, "blocked_answer": "",
+            "memory": {}, "hits": Overwrite({}), "errors": Overwrite([]), "timings_ms": Overwrite({})}
+
+
 @timed("route_gate")
 def route_gate(state: State, runtime: Runtime[Context]) -> dict:
     ctx = context_of(runtime)
     question = (state.get("question") or "").strip()
-    request_id = state.get("request_id") or uuid.uuid4().hex
+    history = list(state.get("history") or [])
+    request_id = state.get("request_id")
+    if not request_id or any(turn.get("request_id") == request_id for turn in history):
+        # A thread's checkpoint still holds the previous request's id when a caller sends none:
+        # every question gets its own id, so feedback and records never land on the wrong answer.
+        request_id = uuid.uuid4().hex
     record: RouteRecord = {
         "enabled": False, "question": question, "intent": state.get("intent"), "entity": state.get("entity"),
         "collections": [], "filters": {}, "policy": {}, "performance_injection": False, "error": None,
@@ -69,8 +83,8 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
         record["disabled_reason"] = "policy_invalid"
     language = question_language(question, policy)
     record["language"] = language
-    update = {"request_id": request_id, "question": question, "tenant": ctx.tenant, "language": language,
-              "history": state.get("history") or [], "rag": record}
+    update = {**fresh_turn(), "request_id": request_id, "question": question, "tenant": ctx.tenant,
+              "language": language, "history": history, "rag": record}
     if policy is None:
         return update
 
@@ -78,6 +92,9 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
     source = "caller"
     if intent is None:
         intent, source = infer_intent(question, policy)
+        if source == "fallback" and history and history[-1].get("intent"):
+            # A follow-up ("and in 2024?") names no topic of its own: it stays on the thread's topic.
+            intent, source = history[-1]["intent"], "history"
     record["intent"], record["intent_source"] = intent, source
 
     route = policy.entity_route(state.get("entity"))

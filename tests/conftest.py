@@ -183,3 +183,33 @@ def suggestion_language(text: str) -> set[str]:
 
 def dump_state(state: dict) -> str:
     return json.dumps(state, ensure_ascii=False, default=str)
+
+
+# --- a real PostgreSQL, started by the tests (tests/pg_server.py) ------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """One private PostgreSQL server for the session (skips when the binaries are not installed)."""
+    import pg_server
+
+    from graph.persistence import close_all
+
+    reason = pg_server.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    server = pg_server.PostgresServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        close_all()  # pools first: a fast shutdown would otherwise cut them
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(postgres):
+    """A fresh empty database on the session's server, for one test."""
+    import uuid
+
+    return postgres.create_database(f"t_{uuid.uuid4().hex[:12]}")

@@ -3,6 +3,8 @@ memory_shield (only vetted answers are remembered, by tenant)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
@@ -253,7 +255,12 @@ def test_block_verdict_gives_safe_response_and_is_never_remembered(corpus):
     # nothing remembered
     assert state["memory"]["saved"] is False
     assert store.search(memory_namespace("acme")) == []
-    assert store.search(("ragate",)) == []
+    # only the request record (for feedback and audit), which holds no answer text
+    records = store.search(("ragate",))
+    assert [tuple(r.namespace) for r in records] == [("ragate", "requests", "acme")]
+    record = json.dumps(records[0].value, ensure_ascii=False)
+    assert records[0].value["final_decision"] == "BLOCK" and INVENTED in records[0].value["reasoning"]["groundedness"]
+    assert all(c["content"][:60] not in record for c in state["reranked"])
 
 
 def test_ok_verdict_is_remembered_under_tenant_namespace(corpus):

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated, TypedDict
@@ -36,27 +35,6 @@ def ns(tenant: str) -> tuple[str, ...]:
 
 
 # --- fixtures -------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def postgres():
-    """One private PostgreSQL server for the session (skips when the binaries are not installed)."""
-    reason = pg_server.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    server = pg_server.PostgresServer()
-    try:
-        server.start()
-        yield server
-    finally:
-        close_all()  # pools first: a fast shutdown would otherwise cut them
-        server.stop()
-
-
-@pytest.fixture
-def pg_url(postgres):
-    """A fresh empty database on the session's server, for one test."""
-    return postgres.create_database(f"t_{uuid.uuid4().hex[:12]}")
 
 
 @pytest.fixture(autouse=True)
