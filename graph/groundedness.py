@@ -38,7 +38,8 @@ from graph.text import (
     value_supported,
 )
 
-_BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
+# A list marker; a number is one only when a space follows ("152.67 yards" is a value, not item 152).
+_BULLET = re.compile(r"^\s*(?:[-*•]+\s*|#+\s*|\d{1,3}[.)]\s+)")
 _TOKEN = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]", re.UNICODE)
 # A capitalised word: an upper-case first letter (any script with case), then word characters,
 # hyphens or apostrophes ("Bankman-Fried", "O'Neil", "McDonald's").
@@ -224,9 +225,10 @@ _CONTRACTION = re.compile(r"n[’']t\b", re.IGNORECASE)
 
 
 def negated_terms(text: str, negations: frozenset[str], analyzer: Analyzer, language: str,
-                  scope: int = 4) -> tuple[frozenset[int], frozenset[int]]:
-    """(terms under a negation, all terms): a negation word governs the next `scope` words up to a
-    punctuation mark ("did not win, but rose" negates "win" only)."""
+                  scope: int = 2) -> tuple[frozenset[int], frozenset[int]]:
+    """(terms under a negation, all terms): a negation word governs the next `scope` content words
+    (stopwords skipped) up to a punctuation mark: "did not win, but rose" negates "win" only, and
+    "no attempt to remove Sam Altman" negates the attempt, not Sam Altman."""
     text = _CONTRACTION.sub(" not", text)
     tokens = _TOKEN.findall(text)
     negated: set[int] = set()
@@ -241,7 +243,7 @@ def negated_terms(text: str, negations: frozenset[str], analyzer: Analyzer, lang
             continue
         ids = analyzer.terms(tok, language)
         everything |= ids
-        if remaining:
+        if remaining and ids:
             negated |= ids
             remaining -= 1
     return frozenset(negated), frozenset(everything)
@@ -294,8 +296,11 @@ class GroundednessChecker:
             for _, readings in extract_values(text):
                 values |= readings
             values |= {v for _, v in spelled_numbers(text, numbers)}
-            sentences = [(sent, self.analyzer.terms(sent, language), s.chunk_id or s.doc_id)
-                         for s in members for sent in split_sentences(s.text)]
+            # Clauses, as the answer's claims are split: a claim restating one clause of a
+            # sentence is compared with that clause, not with a negation in the other one.
+            sentences = [(clause, self.analyzer.terms(clause, language), s.chunk_id or s.doc_id)
+                         for s in members for sent in split_sentences(s.text)
+                         for clause in _CLAUSE_SPLIT.split(sent) if clause.strip()]
             docs[doc_id] = _Doc(
                 text=text, folded=fold(text), words=_word_set(text), values=values,
                 dates={d.day for d in _dates(text, self.lexicons.months)},

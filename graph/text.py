@@ -77,7 +77,8 @@ def detect_language(text: str, markers: Mapping[str, Sequence[str]], default: st
 # --- sentences -----------------------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"”')\]]))\s+(?=[\"“(\[]?[A-ZÀ-ÖØ-Þ0-9•\-])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
-_ABBREVIATIONS = frozenset({"sr.", "sra.", "dr.", "dra.", "e.g.", "i.e.", "nº.", "art.", "inc.", "ltd.", "vs.", "p.", "pp.", "no."})
+_ABBREVIATIONS = frozenset({"sr.", "sra.", "dr.", "dra.", "e.g.", "i.e.", "nº.", "art.", "inc.", "ltd.", "vs.", "p.", "pp.", "no.",
+                            "a.m.", "p.m.", "mr.", "mrs.", "ms.", "jr.", "st.", "u.s."})
 
 
 _ENUMERATOR = re.compile(r"(?:^|\s)\d{1,2}[.)]$")
@@ -93,7 +94,7 @@ def split_sentences(text: str) -> list[str]:
             piece = piece.strip() if piece else ""
             if not piece:
                 continue
-            if parts and joined_prev and (parts[-1].split()[-1].casefold() in _ABBREVIATIONS or _ENUMERATOR.search(parts[-1])):
+            if parts and joined_prev and (parts[-1].split()[-1].lstrip("([\"“'").casefold() in _ABBREVIATIONS or _ENUMERATOR.search(parts[-1])):
                 parts[-1] = f"{parts[-1]} {piece}"
             else:
                 parts.append(piece)

@@ -222,3 +222,19 @@ def test_policy_file_round_trips_with_the_new_sections(tmp_path):
     path = tmp_path / "p.yaml"
     path.write_text(yaml.safe_dump(raw, allow_unicode=True), encoding="utf-8")
     assert load_policy(path).raw["languages"]["negations"]["pt"][0] == "não"
+
+
+def test_a_negation_elsewhere_in_the_source_sentence_is_not_a_flip(policy):
+    src = [Source("d1", "“There was no attempt to remove Sam Altman from OpenAI,” said a spokesperson. "
+                        "Scott Hurff doesn’t always write about design; but when he does he shares a maker's view.", "d1#0")]
+    for answer in ("It is Sam Altman [d1].", "When he does he shares a maker's view [d1]."):
+        v = verdict(policy, answer, sources=src)
+        assert not any(c["negation_flip"] for c in v["checks"]), reasons(v)
+    v = verdict(policy, "Scott Hurff always writes about design [d1].", sources=src)
+    assert v["checks"][0]["negation_flip"]
+
+
+def test_a_number_at_the_start_of_a_sentence_is_a_value_not_a_list_marker(policy):
+    src = [Source("d1", "Hill needs 152.67 yards per game. Stores opened at 10:20 p.m. Friday.", "d1#0")]
+    v = verdict(policy, "152.67 -- Hill needs that many yards per game [d1].", sources=src)
+    assert v["checks"][0]["unsupported_values"] == [] and v["final_decision"] != "BLOCK"
