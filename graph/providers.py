@@ -1,0 +1,92 @@
+"""Production providers, chosen by "provider/model" strings (the langchain-ai templates' convention).
+
+    chat_model     RAGATE_CHAT_MODEL     openai/<model> | none (deterministic composer and judge)
+    rerank_model   RAGATE_RERANK_MODEL   cohere/<model> | none (ragate's own reranker)
+
+`openai/...` goes through `langchain_openai.ChatOpenAI`, so OpenAI, vLLM, Ollama, llama.cpp server and LM Studio
+all work: `OPENAI_BASE_URL` points at the server, `OPENAI_API_KEY` is its key (any non-empty value for servers that
+ignore keys). `cohere/...` goes through `langchain_cohere.CohereRerank` against `COHERE_BASE_URL` (or the SDK's
+`CO_API_URL`; default Cohere's API) with `COHERE_API_KEY`: any Cohere-compatible `/v2/rerank` endpoint.
+
+`check_providers(ctx)` runs at start-up (CLI, server): a misconfigured provider fails there, with one line naming
+the setting, never in the middle of a request. Clients are built once per process per configuration.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from graph.embeddings import ProviderError
+
+CHAT_PROVIDERS = ("openai",)
+RERANK_PROVIDERS = ("cohere",)
+NONE = "none"
+
+
+def parse_spec(setting: str, spec: str | None, providers: tuple[str, ...]) -> tuple[str, str] | None:
+    """("provider", "model"), or None for "none"/empty. Anything else is a ProviderError naming `setting`."""
+    spec = (spec or "").strip()
+    if not spec or spec.casefold() == NONE:
+        return None
+    provider, sep, model = spec.partition("/")
+    if not sep or not model.strip() or provider not in providers:
+        choices = ", ".join(f"{p}/<model>" for p in providers)
+        raise ProviderError(f"{setting}={spec!r}: expected {choices} or {NONE}")
+    return provider, model.strip()
+
+
+def _env_required(name: str, setting: str, spec: str) -> str:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        raise ProviderError(f"{setting}={spec!r} needs {name} (any non-empty value for a local server that ignores keys)")
+    return value
+
+
+@functools.lru_cache(maxsize=16)
+def _chat(model: str, base_url: str | None, api_key: str, timeout: float, retries: int):
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=model, base_url=base_url, api_key=api_key, timeout=timeout, max_retries=retries,
+                      temperature=0)
+
+
+def chat_model(ctx: Any):
+    """The run's chat model, or None when `ctx.chat_model` is "none"."""
+    parsed = parse_spec("RAGATE_CHAT_MODEL", ctx.chat_model, CHAT_PROVIDERS)
+    if parsed is None:
+        return None
+    key = _env_required("OPENAI_API_KEY", "RAGATE_CHAT_MODEL", ctx.chat_model)
+    return _chat(parsed[1], os.environ.get("OPENAI_BASE_URL") or None, key, float(ctx.provider_timeout_s),
+                 int(ctx.provider_retries))
+
+
+@functools.lru_cache(maxsize=16)
+def _rerank(model: str, base_url: str | None, api_key: str, timeout: float, top_n: int):
+    import cohere
+    from langchain_cohere import CohereRerank
+
+    # The client is built here so that the timeout applies; CohereRerank has no retry setting of its
+    # own (the rerank node retries `provider_retries` times).
+    client = cohere.ClientV2(api_key=api_key, base_url=base_url or None, timeout=timeout)
+    return CohereRerank(client=client, model=model, top_n=top_n)
+
+
+def reranker(ctx: Any, top_n: int = 50):
+    """The run's Cohere-compatible reranker, or None when `ctx.rerank_model` is "none"."""
+    parsed = parse_spec("RAGATE_RERANK_MODEL", ctx.rerank_model, RERANK_PROVIDERS)
+    if parsed is None:
+        return None
+    key = _env_required("COHERE_API_KEY", "RAGATE_RERANK_MODEL", ctx.rerank_model)
+    base_url = os.environ.get("COHERE_BASE_URL") or os.environ.get("CO_API_URL") or None
+    return _rerank(parsed[1], base_url, key, float(ctx.provider_timeout_s), top_n)
+
+
+def check_providers(ctx: Any) -> None:
+    """Fail now, with one line naming the setting, if a configured provider cannot be built."""
+    from graph.embeddings import _base_embeddings
+
+    chat_model(ctx)
+    reranker(ctx)
+    _base_embeddings(ctx.embedding_model)
