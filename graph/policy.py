@@ -206,6 +206,9 @@ def validate_policy(raw: Any, path: str) -> Policy:
         pair = grounding.get(key, [0, 1])
         _require(isinstance(pair, list) and len(pair) == 2 and all(_is_number(v) for v in pair) and pair[0] < pair[1],
                  path, f"judge.groundedness.{key} must be two increasing numbers [low, high]")
+    candidates = raw["rerank"].get("provider_candidates", 25) if isinstance(raw.get("rerank"), dict) else 25
+    _require(isinstance(candidates, int) and not isinstance(candidates, bool) and 1 <= candidates <= 1000, path,
+             "rerank.provider_candidates must be an integer between 1 and 1000")
     turns = (raw.get("memory") or {}).get("history_turns", 5)
     _require(isinstance(turns, int) and not isinstance(turns, bool) and 0 <= turns <= 100, path,
              "memory.history_turns must be an integer between 0 and 100")

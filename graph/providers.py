@@ -63,13 +63,20 @@ def chat_model(ctx: Any):
 
 
 @functools.lru_cache(maxsize=16)
-def _rerank(model: str, base_url: str | None, api_key: str, timeout: float, top_n: int):
+def _rerank(model: str, base_url: str | None, api_key: str, timeout: float, retries: int, top_n: int):
     import cohere
     from langchain_cohere import CohereRerank
 
-    # The client is built here so that the timeout applies; CohereRerank has no retry setting of its
-    # own (the rerank node retries `provider_retries` times).
+    # CohereRerank has no timeout or retry setting (and passes no base_url of its own): the client is
+    # built here with the timeout, and its rerank calls carry `retries` instead of the SDK's default
+    # two retries with 1 s / 2 s back-off.
     client = cohere.ClientV2(api_key=api_key, base_url=base_url or None, timeout=timeout)
+    call = client.rerank
+
+    def rerank_with_retries(*args: Any, request_options: dict | None = None, **kwargs: Any) -> Any:
+        return call(*args, request_options={"max_retries": retries, **(request_options or {})}, **kwargs)
+
+    client.rerank = rerank_with_retries  # type: ignore[method-assign]
     return CohereRerank(client=client, model=model, top_n=top_n)
 
 
@@ -80,7 +87,7 @@ def reranker(ctx: Any, top_n: int = 50):
         return None
     key = _env_required("COHERE_API_KEY", "RAGATE_RERANK_MODEL", ctx.rerank_model)
     base_url = os.environ.get("COHERE_BASE_URL") or os.environ.get("CO_API_URL") or None
-    return _rerank(parsed[1], base_url, key, float(ctx.provider_timeout_s), top_n)
+    return _rerank(parsed[1], base_url, key, float(ctx.provider_timeout_s), int(ctx.provider_retries), top_n)
 
 
 def check_providers(ctx: Any) -> None:

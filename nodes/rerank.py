@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import load_policy
+from graph.providers import reranker
 from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, State
 from graph.vectorstore import VectorIndex
@@ -187,7 +188,12 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         for c in scored:
             c["scores"]["rerank_base"] = c["scores"]["fused_relevance"]
         scored.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
-    ranked = apply_boosts(scored, policy.boosts(ctx.current_year) if ctx.boosts else {})
+    boosts = policy.boosts(ctx.current_year) if ctx.boosts else {}
+    ranked = apply_boosts(scored, boosts)
+    errors: list[str] = []
+    if ctx.rerank and ctx.rerank_model.strip().casefold() != "none":
+        ranked, errors = provider_rerank(ctx, state["question"], ranked, boosts,
+                                         int(cfg.get("provider_candidates", 25)))
     if ctx.rerank:
         diversity = cfg.get("diversity") or {}
         aspects = aspect_relevance(state.get("hits") or {}, state["question"], ranked,
@@ -197,4 +203,27 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     # character limit still has chunks to choose from.
     ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][: 2 * max_chunks],
                          ctx.tenant, get_resources(ctx).index)
-    return {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}
+    update = {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}
+    return {**update, "errors": errors} if errors else update
+
+
+def provider_rerank(ctx: Context, question: str, ranked: list[Chunk], boosts: dict,
+                    candidates: int) -> tuple[list[Chunk], list[str]]:
+    """Rerank the best `candidates` chunks with the configured Cohere-compatible model: its relevance
+    score becomes `rerank_base` (kept in `scores.provider_rerank`), the policy's boosts apply after.
+    Any failure keeps ragate's own ranking and says why."""
+    try:
+        model = reranker(ctx, top_n=candidates)
+        head = fetch_texts(ranked[:candidates], ctx.tenant, get_resources(ctx).index)
+        results = model.rerank(documents=[c["content"] for c in head], query=question, top_n=len(head))
+        scores = {int(r["index"]): float(r["relevance_score"]) for r in results}
+        if not scores or any(not 0 <= i < len(head) for i in scores):
+            raise ValueError(f"unusable reply: {len(scores)} results for {len(head)} documents")
+    except Exception as exc:
+        return ranked, [f"rerank: {ctx.rerank_model} failed ({type(exc).__name__}: {str(exc)[:200]}); "
+                        "ragate's own reranker used"]
+    for i, chunk in enumerate(head):
+        # A document the model left out of its results ranks below every one it scored.
+        chunk["scores"].update(local_rerank=chunk["scores"]["rerank_base"], provider_rerank=scores.get(i),
+                               rerank_base=scores.get(i, 0.0))
+    return apply_boosts(head, boosts), []
