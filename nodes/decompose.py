@@ -8,17 +8,23 @@ sub-queries, falls back to the original question.
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from collections import OrderedDict
 from datetime import timedelta
+from string import Template
+from typing import Any
 
 from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import Policy, load_policy
+from graph.prompts import llm_prompt
+from graph.providers import chat_model
 from graph.resources import get_resources
 from graph.state import State
-from graph.text import count_phrases, find_dates, fold, words
+from graph.text import count_phrases, detect_language, find_dates, fold, words
 from nodes.instrumentation import context_of, timed
 
 
@@ -228,6 +234,64 @@ def scope_to_mentions(question: str, policy: Policy, rag: dict, tenant: str, ind
     return scoped[: int(policy.section("retrieval").get("max_mentions", 4))]
 
 
+# --- LLM decomposition (RAGATE_CHAT_MODEL) --------------------------------------------------------
+
+_llm_cache: OrderedDict[tuple[str, str], list[str]] = OrderedDict()
+LLM_CACHE_SIZE = 1024
+
+
+def _normalized(question: str) -> str:
+    return " ".join(words(fold(question)))
+
+
+def validate_sub_queries(raw: Any, question: str, language: str, max_n: int, policy: Policy) -> list[str]:
+    """The LLM's sub-queries, or ValueError: 2..max_n non-empty strings, none the question itself,
+    no two alike, in the question's language."""
+    items = raw.get("sub_queries") if isinstance(raw, dict) else raw
+    if not isinstance(items, list) or not all(isinstance(q, str) for q in items):
+        raise ValueError("'sub_queries' must be a list of strings")
+    subs = [" ".join(q.split()) for q in items if q.strip()]
+    if not 2 <= len(subs) <= max_n:
+        raise ValueError(f"{len(subs)} sub-queries, expected 2 to {max_n}")
+    keys = [_normalized(q) for q in subs]
+    if _normalized(question) in keys:
+        raise ValueError("a sub-query repeats the whole question")
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            wa, wb = set(a.split()), set(b.split())
+            if a == b or len(wa & wb) / max(1, len(wa | wb)) > 0.8:
+                raise ValueError("two sub-queries overlap")
+    langs = policy.raw["languages"]
+    if detect_language(" ".join(subs), langs["markers"], language) != language:
+        raise ValueError(f"sub-queries not in the question's language ({language})")
+    return subs
+
+
+def llm_sub_queries(llm: Any, spec: str, question: str, language: str, policy: Policy) -> list[str]:
+    """2–4 sub-queries from the chat model, cached by normalized question (a repeated question costs
+    no call). Raises on any failure; the caller falls back to the rules."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    key = (spec, _normalized(question))
+    if key in _llm_cache:
+        _llm_cache.move_to_end(key)
+        return list(_llm_cache[key])
+    max_n = int(policy.section("decomposition")["max_subqueries"])
+    prompt = llm_prompt("decompose")
+    reply = llm.invoke([SystemMessage(Template(prompt["system"]).safe_substitute(max_n=max_n, language=language)),
+                        HumanMessage(Template(prompt["user"]).safe_substitute(question=question))])
+    text = str(reply.content).strip().removeprefix("```json").removeprefix("```").removesuffix("```")
+    try:
+        raw = json.loads(text[text.find("{"): text.rfind("}") + 1] if "{" in text else text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc.msg})") from None
+    subs = validate_sub_queries(raw, question, language, max_n, policy)
+    _llm_cache[key] = subs
+    while len(_llm_cache) > LLM_CACHE_SIZE:
+        _llm_cache.popitem(last=False)
+    return list(subs)
+
+
 @timed("decompose")
 def decompose(state: State, runtime: Runtime[Context]) -> dict:
     """Runs for the questions route_gate found complex: split them, or fall back to the original."""
@@ -235,6 +299,7 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
     question = state["question"]
     language = state.get("language", "en")
     info = dict(state.get("decomposition") or {})
+    errors: list[str] = []
     try:
         policy = load_policy(ctx.policy_path)
         if "complex" not in info:  # called on its own, without route_gate's assessment
@@ -245,6 +310,16 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
             # is searched within it (see retrieve).
             rag = state.get("rag") or {}
             named = mentioned_values(question, policy, rag, ctx.tenant, get_resources(ctx).index) if rag.get("enabled") else {}
+            llm = None
+            try:
+                llm = chat_model(ctx)
+                if llm is not None:
+                    sub_queries = llm_sub_queries(llm, ctx.chat_model, question, language, policy)
+                    info.update(decomposed=True, method="llm")
+                    return {"sub_queries": sub_queries, "decomposition": info}
+            except Exception as exc:  # the rules below are the fallback, and the reason is kept
+                info["llm_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                errors.append(f"decompose: chat model unusable ({info['llm_error']}); rule-based split")
             sub_queries = split_question(question, policy, language, [v for vs in named.values() for v in vs])
     except Exception as exc:  # any failure (policy, engine, splitter): the original question stands
         info.update(decomposed=False, method="fallback", error=f"decomposition failed, using the original question: {exc}")
@@ -253,4 +328,4 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
     info.update(decomposed=decomposed, method="rules" if decomposed else "none")
     if info.get("complex") and not decomposed:
         info["note"] = "complex, but no split gave two independent sub-queries: using the original question"
-    return {"sub_queries": sub_queries, "decomposition": info}
+    return {"sub_queries": sub_queries, "decomposition": info, **({"errors": errors} if errors else {})}
