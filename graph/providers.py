@@ -15,7 +15,9 @@ the setting, never in the middle of a request. Clients are built once per proces
 from __future__ import annotations
 
 import functools
+import json
 import os
+import re
 from typing import Any
 
 from graph.embeddings import ProviderError
@@ -35,6 +37,25 @@ def parse_spec(setting: str, spec: str | None, providers: tuple[str, ...]) -> tu
         choices = ", ".join(f"{p}/<model>" for p in providers)
         raise ProviderError(f"{setting}={spec!r}: expected {choices} or {NONE}")
     return provider, model.strip()
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
+
+
+def json_reply(text: Any) -> Any:
+    """The JSON a chat model's reply holds: a code fence and any prose around the outermost
+    {...} are dropped (small models wrap their JSON); a bare [...] is read as is. ValueError says
+    what is wrong, in words that can be fed back to the model."""
+    body = _FENCE.sub("", str(text or "")).strip()
+    start, end = body.find("{"), body.rfind("}")
+    if start >= 0 and end > start:
+        body = body[start:end + 1]
+    elif not body.startswith("["):
+        raise ValueError("no JSON object in the reply")
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos})") from None
 
 
 def _env_required(name: str, setting: str, spec: str) -> str:

@@ -8,7 +8,6 @@ sub-queries, falls back to the original question.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import OrderedDict
@@ -21,7 +20,7 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.policy import Policy, load_policy
 from graph.prompts import llm_prompt
-from graph.providers import chat_model
+from graph.providers import chat_model, json_reply
 from graph.resources import get_resources
 from graph.state import State
 from graph.text import count_phrases, detect_language, find_dates, fold, words
@@ -280,12 +279,7 @@ def llm_sub_queries(llm: Any, spec: str, question: str, language: str, policy: P
     prompt = llm_prompt("decompose")
     reply = llm.invoke([SystemMessage(Template(prompt["system"]).safe_substitute(max_n=max_n, language=language)),
                         HumanMessage(Template(prompt["user"]).safe_substitute(question=question))])
-    text = str(reply.content).strip().removeprefix("```json").removeprefix("```").removesuffix("```")
-    try:
-        raw = json.loads(text[text.find("{"): text.rfind("}") + 1] if "{" in text else text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON ({exc.msg})") from None
-    subs = validate_sub_queries(raw, question, language, max_n, policy)
+    subs = validate_sub_queries(json_reply(reply.content), question, language, max_n, policy)
     _llm_cache[key] = subs
     while len(_llm_cache) > LLM_CACHE_SIZE:
         _llm_cache.popitem(last=False)

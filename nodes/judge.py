@@ -9,7 +9,6 @@ Thresholds, ceilings and word lists come from the policy's `judge` and `language
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from string import Template
@@ -22,7 +21,7 @@ from graph.embeddings import ProviderError, get_embeddings
 from graph.groundedness import GroundednessChecker, Lexicons, Source, Thresholds, groundedness_score
 from graph.policy import Policy, load_policy
 from graph.prompts import all_templates, llm_prompt
-from graph.providers import chat_model
+from graph.providers import chat_model, json_reply
 from graph.resources import get_analyzer
 from graph.state import Chunk, State, Verdict
 from graph.text import citations_in, detect_language, extract_values, has_any_phrase, split_sentences, strip_citations
@@ -158,19 +157,9 @@ def decide(scores: dict[str, float], thresholds: dict[str, float]) -> str:
 
 # --- the LLM judge (RAGATE_CHAT_MODEL) ------------------------------------------------------------
 
-_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
-
-
 def parse_llm_verdict(text: str) -> Verdict:
     """The LLM's JSON verdict, validated; ValueError says what is wrong (fed back for one repair)."""
-    body = _FENCE.sub("", str(text or "")).strip()
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end <= start:
-        raise ValueError("no JSON object in the reply")
-    try:
-        data = json.loads(body[start:end + 1])
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos})") from None
+    data = json_reply(text)
     scores = data.get("scores") if isinstance(data, dict) else None
     if not isinstance(scores, dict):
         raise ValueError("'scores' must be an object with quality, utility and groundedness")
