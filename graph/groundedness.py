@@ -263,7 +263,6 @@ def polarity_flipped(claim: str, source_sentence: str, negations: frozenset[str]
 
 @dataclass
 class _Doc:
-    text: str
     folded: str
     words: frozenset[str]
     values: set[float]
@@ -275,12 +274,10 @@ class _Doc:
 class GroundednessChecker:
     """Per-claim support of an answer against the sources it cites."""
 
-    def __init__(self, analyzer: Analyzer, lexicons: Lexicons, thresholds: Thresholds | None = None,
-                 embeddings: Any = None):
+    def __init__(self, analyzer: Analyzer, lexicons: Lexicons, thresholds: Thresholds | None = None):
         self.analyzer = analyzer
         self.lexicons = lexicons
         self.thresholds = thresholds or Thresholds()
-        self.embeddings = embeddings
         self._negations = lexicons.all_negations()
 
     # What each cited document offers, computed once per answer.
@@ -302,7 +299,7 @@ class GroundednessChecker:
                          for s in members for sent in split_sentences(s.text)
                          for clause in _CLAUSE_SPLIT.split(sent) if clause.strip()]
             docs[doc_id] = _Doc(
-                text=text, folded=fold(text), words=_word_set(text), values=values,
+                folded=fold(text), words=_word_set(text), values=values,
                 dates={d.day for d in _dates(text, self.lexicons.months)},
                 terms=frozenset().union(*(t for _, t, _ in sentences)) if sentences else frozenset(),
                 sentences=sentences,
@@ -312,7 +309,9 @@ class GroundednessChecker:
     def _ignored(self, claim: str) -> bool:
         return any(p.match(claim) for p in self.lexicons.ignore_phrases)
 
-    def check(self, answer: str, sources: Sequence[Source], language: str) -> list[dict[str, Any]]:
+    def check(self, answer: str, sources: Sequence[Source], language: str,
+              embeddings: Any = None) -> list[dict[str, Any]]:
+        """Per-claim support. `embeddings` (optional) rescues paraphrases whose lexical support is borderline."""
         docs = self._documents(sources, language)
         numbers = self.lexicons.number_words.get(language, {})
         checks: list[dict[str, Any]] = []
@@ -345,10 +344,10 @@ class GroundednessChecker:
             lexical, best_sentence, best_chunk = self._lexical(terms, known, docs)
             semantic = None
             low, high = self.thresholds.semantic_band
-            if known and terms and low <= lexical < high and self.embeddings is not None:
-                semantic = self._semantic(text, terms, known, docs)
+            if known and terms and low <= lexical < high and embeddings is not None:
+                semantic = self._semantic(embeddings, text, terms, known, docs)
             support = max(lexical, semantic if semantic is not None else 0.0) if known else 0.0
-            flipped = bool(best_sentence) and self._flipped(text, terms, best_sentence, language)
+            flipped = bool(best_sentence) and self._flipped(text, best_sentence, language)
 
             reasons = []
             if unknown:
@@ -394,18 +393,19 @@ class GroundednessChecker:
             best = ""  # no sentence restates this claim closely enough to compare polarity
         return lexical, best, best_chunk
 
-    def _semantic(self, text: str, terms: frozenset[int], known: list[str], docs: dict[str, _Doc]) -> float:
+    def _semantic(self, embeddings: Any, text: str, terms: frozenset[int], known: list[str],
+                  docs: dict[str, _Doc]) -> float:
         """Cosine between the claim and its three lexically closest cited sentences, mapped to 0..1."""
         candidates = sorted(((len(terms & st), s) for c in known for s, st, _ in docs[c].sentences), reverse=True)[:3]
         if not candidates:
             return 0.0
-        vectors = self.embeddings.embed_documents([text] + [s for _, s in candidates])
+        vectors = embeddings.embed_documents([text] + [s for _, s in candidates])
         claim, rest = vectors[0], vectors[1:]
         best = max(_cosine(claim, v) for v in rest)
         lo, hi = self.thresholds.semantic_scale
         return min(1.0, max(0.0, (best - lo) / (hi - lo)))
 
-    def _flipped(self, text: str, terms: frozenset[int], source_sentence: str, language: str) -> bool:
+    def _flipped(self, text: str, source_sentence: str, language: str) -> bool:
         if not self._negations:
             return False
         return polarity_flipped(text, source_sentence, self._negations, self.analyzer, language)

@@ -34,7 +34,7 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
 _checkers: dict[int, tuple[Policy, GroundednessChecker]] = {}
 
 
-def _checker(policy: Policy) -> GroundednessChecker:
+def checker_for(policy: Policy) -> GroundednessChecker:
     # load_policy hands out one Policy object per file version, so a changed policy gets a new
     # checker; the Policy is kept beside it so a recycled id() can never match a stale entry.
     entry = _checkers.get(id(policy))
@@ -47,13 +47,6 @@ def _checker(policy: Policy) -> GroundednessChecker:
     return entry[1]
 
 
-def checker_for(policy: Policy, embeddings: Any = None) -> GroundednessChecker:
-    base = _checker(policy)
-    if embeddings is None:
-        return base
-    return GroundednessChecker(base.analyzer, base.lexicons, base.thresholds, embeddings)
-
-
 def sources_of(chunks: Sequence[Chunk]) -> list[Source]:
     return [Source(doc_id=c["docId"], text=c.get("content", ""), chunk_id=c.get("id", "")) for c in chunks]
 
@@ -62,7 +55,7 @@ def judge_answer(answer: str, sources: Sequence[Source], *, language: str, cover
                  embeddings: Any = None) -> Verdict:
     """The deterministic verdict on one answer: per-claim support, the three scores, the decision."""
     cfg = policy.section("judge")
-    checks = checker_for(policy, embeddings).check(answer, sources, language)
+    checks = checker_for(policy).check(answer, sources, language, embeddings)
     groundedness, g_reason = groundedness_score(checks, cfg)
     quality, q_reason = quality_score(answer, coverage, language, policy)
     utility, u_reason = utility_score(answer, coverage, cfg)
