@@ -312,7 +312,10 @@ class GroundednessChecker:
     def check(self, answer: str, sources: Sequence[Source], language: str,
               embeddings: Any = None) -> list[dict[str, Any]]:
         """Per-claim support. `embeddings` (optional) rescues paraphrases whose lexical support is borderline."""
-        docs = self._documents(sources, language)
+        # Only the documents the answer cites are read (values, dates, terms of every clause): the
+        # others can support nothing.
+        cited_anywhere = set(citations_in(answer))
+        docs = self._documents([s for s in sources if s.doc_id in cited_anywhere], language)
         numbers = self.lexicons.number_words.get(language, {})
         checks: list[dict[str, Any]] = []
         for claim in split_claims(answer):
@@ -329,7 +332,7 @@ class GroundednessChecker:
             names = extract_names(undated)
             if not cited and not values and not spelled and not fields_ and not names and not dates:
                 continue  # framing ("Based on the retrieved documents:") makes no factual claim
-            known = [c for c in cited if c in docs]
+            known = [c for c in cited if c in docs]  # every retrieved id the answer cites has a doc
             unknown = [c for c in cited if c not in docs]
             pool: set[float] = set().union(*(docs[c].values for c in known)) if known else set()
             source_words = frozenset().union(*(docs[c].words for c in known)) if known else frozenset()
