@@ -191,7 +191,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     boosts = policy.boosts(ctx.current_year) if ctx.boosts else {}
     ranked = apply_boosts(scored, boosts)
     errors: list[str] = []
-    if ctx.rerank and ctx.rerank_model.strip().casefold() != "none":
+    if ctx.rerank:
         ranked, errors = provider_rerank(ctx, state["question"], ranked, boosts,
                                          int(cfg.get("provider_candidates", 25)))
     if ctx.rerank:
@@ -211,9 +211,11 @@ def provider_rerank(ctx: Context, question: str, ranked: list[Chunk], boosts: di
                     candidates: int) -> tuple[list[Chunk], list[str]]:
     """Rerank the best `candidates` chunks with the configured Cohere-compatible model: its relevance
     score becomes `rerank_base` (kept in `scores.provider_rerank`), the policy's boosts apply after.
-    Any failure keeps ragate's own ranking and says why."""
+    Without one (`rerank_model` "none") the ranking stands; any failure keeps it too and says why."""
     try:
         model = reranker(ctx, top_n=candidates)
+        if model is None:
+            return ranked, []
         head = fetch_texts(ranked[:candidates], ctx.tenant, get_resources(ctx).index)
         results = model.rerank(documents=[c["content"] for c in head], query=question, top_n=len(head))
         scores = {int(r["index"]): float(r["relevance_score"]) for r in results}
