@@ -25,6 +25,11 @@ FEEDBACK = "feedback"
 logger = logging.getLogger("ragate.requests")
 
 
+def utc_now() -> str:
+    """The timestamp every stored record carries (ISO 8601, UTC)."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+
+
 def namespace(kind: str, tenant: str) -> tuple[str, ...]:
     """Store namespaces are per tenant: one tenant's records are invisible from another's."""
     return ("ragate", kind, tenant)
@@ -35,7 +40,7 @@ def request_record(state: State, memory: dict[str, Any] | None = None) -> dict[s
     verdict = state.get("verdict") or {}
     decomposition = state.get("decomposition") or {}
     return {
-        "ts": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "ts": utc_now(),
         "request_id": state.get("request_id"),
         "tenant": state.get("tenant"),
         "question": state.get("question"),

@@ -10,10 +10,9 @@ it (SQLite with synchronous=FULL or PostgreSQL, see graph/persistence.py).
 
 from __future__ import annotations
 
-import datetime as _dt
 from typing import Any
 
-from graph.audit import FEEDBACK, REQUESTS, namespace
+from graph.audit import FEEDBACK, REQUESTS, namespace, utc_now
 
 # Ratings: thumbs or a 1–5 scale, normalised to 0–1 so both can be aggregated.
 THUMBS = {"up": 1.0, "down": 0.0, "+1": 1.0, "-1": 0.0}
@@ -57,7 +56,7 @@ def record_feedback(store: Any, tenant: str | None, request_id: str, rating: Any
         "scores": request.get("scores", {}),
         "reasoning": request.get("reasoning", {}),
         "final_decision": request.get("final_decision"),
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "created_at": utc_now(),
     }
     store.put(namespace(FEEDBACK, tenant), request_id, value, index=False)
     return value

@@ -14,11 +14,10 @@ As the last node of every path it also
 
 from __future__ import annotations
 
-import datetime as _dt
 
 from langgraph.runtime import Runtime
 
-from graph.audit import REQUESTS, emit, namespace, request_record
+from graph.audit import REQUESTS, emit, namespace, request_record, utc_now
 from graph.context import Context
 from graph.policy import load_policy
 from graph.state import MemoryOutcome, State, Turn
@@ -32,14 +31,14 @@ def memory_namespace(tenant: str, policy_namespace: str = "memory") -> tuple[str
 
 
 def remember(state: State, store, tenant: str | None, ns_name: str) -> tuple[MemoryOutcome, list[str]]:
-    """Write an OK / WARNING answer to memory; never a BLOCK one."""
+    """Write an OK / WARNING answer to memory; never a BLOCK one, nor without a `tenant` (None or blank)."""
     decision = (state.get("verdict") or {}).get("final_decision", "BLOCK")
     key = state["request_id"]
     if decision == "BLOCK":
         return MemoryOutcome(saved=False, tag=None, key=key, reason="BLOCK verdicts are never remembered"), []
     if store is None:
         return MemoryOutcome(saved=False, tag=None, key=key, reason="no store configured for this run"), []
-    if not tenant or not str(tenant).strip():
+    if not tenant:
         return MemoryOutcome(saved=False, tag=None, key=key, reason="no tenant: nothing is remembered"), []
     ns = memory_namespace(tenant, ns_name)
     tag = "warning" if decision == "WARNING" else None
@@ -54,7 +53,7 @@ def remember(state: State, store, tenant: str | None, ns_name: str) -> tuple[Mem
         "scores": verdict.get("scores", {}),
         "reasoning": verdict.get("reasoning", {}),
         "tags": [tag] if tag else [],
-        "created_at": _dt.datetime.now(_dt.timezone.utc).isoformat(),
+        "created_at": utc_now(),
     }
     try:
         store.put(ns, key, value, index=False)
@@ -74,12 +73,13 @@ def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
     except Exception:
         memory_cfg = {}
     store = getattr(runtime, "store", None)
-    memory, errors = remember(state, store, ctx.tenant, memory_cfg.get("namespace", "memory"))
+    tenant = ctx.tenant if ctx.tenant and str(ctx.tenant).strip() else None
+    memory, errors = remember(state, store, tenant, memory_cfg.get("namespace", "memory"))
 
     record = request_record({**state, "errors": (state.get("errors") or []) + errors}, dict(memory))
-    if store is not None and ctx.tenant and str(ctx.tenant).strip():
+    if store is not None and tenant:
         try:
-            store.put(namespace(REQUESTS, ctx.tenant), state["request_id"], record, index=False)
+            store.put(namespace(REQUESTS, tenant), state["request_id"], record, index=False)
         except Exception as exc:
             errors.append(f"memory_shield: request record not written: {exc}")
             record["errors"] = record["errors"] + errors[-1:]
