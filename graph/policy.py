@@ -110,6 +110,10 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
 
@@ -207,10 +211,10 @@ def validate_policy(raw: Any, path: str) -> Policy:
         _require(isinstance(pair, list) and len(pair) == 2 and all(_is_number(v) for v in pair) and pair[0] < pair[1],
                  path, f"judge.groundedness.{key} must be two increasing numbers [low, high]")
     candidates = raw["rerank"].get("provider_candidates", 25) if isinstance(raw.get("rerank"), dict) else 25
-    _require(isinstance(candidates, int) and not isinstance(candidates, bool) and 1 <= candidates <= 1000, path,
+    _require(_is_int(candidates) and 1 <= candidates <= 1000, path,
              "rerank.provider_candidates must be an integer between 1 and 1000")
     turns = (raw.get("memory") or {}).get("history_turns", 5)
-    _require(isinstance(turns, int) and not isinstance(turns, bool) and 0 <= turns <= 100, path,
+    _require(_is_int(turns) and 0 <= turns <= 100, path,
              "memory.history_turns must be an integer between 0 and 100")
     for lang, ws in (langs.get("negations") or {}).items():
         _require(_is_str_list(ws), path, f"languages.negations.{lang} must be a list of words")
