@@ -215,3 +215,19 @@ def pg_url(postgres):
     import uuid
 
     return postgres.create_database(f"t_{uuid.uuid4().hex[:12]}")
+
+
+# --- a scripted OpenAI / Cohere-compatible server on 127.0.0.1 (tests/scripted_server.py) ---------
+
+
+@pytest.fixture(scope="session")
+def scripted_server():
+    """One server for the session (langchain_openai caches its HTTP client per base_url, so one port
+    keeps clients cheap); tests `reset()` it before use. Loopback never goes through a proxy."""
+    from scripted_server import ScriptedServer
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NO_PROXY", "127.0.0.1,localhost")
+        mp.setenv("no_proxy", "127.0.0.1,localhost")
+        with ScriptedServer() as srv:
+            yield srv

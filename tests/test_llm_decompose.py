@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from scripted_server import Reply, ScriptedServer
+from scripted_server import Reply
 
 from graph.graph import compile_graph
 from graph.policy import load_policy
@@ -20,18 +20,9 @@ SUBS = ["Quanto venderam as lojas no inverno de 2025?", "Quanto venderam as loja
         "Quais ações o playbook de inverno recomenda?"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("NO_PROXY", "127.0.0.1,localhost")
-    with ScriptedServer() as srv:
-        yield srv
-    mp.undo()
-
-
 @pytest.fixture
-def llm_env(server, monkeypatch):
-    server.reset()
+def llm_env(scripted_server, monkeypatch):
+    server = scripted_server.reset()
     decompose_module._llm_cache.clear()
     monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")

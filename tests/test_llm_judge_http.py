@@ -8,7 +8,7 @@ import json
 import time
 
 import pytest
-from scripted_server import Reply, ScriptedServer
+from scripted_server import Reply
 
 from graph.graph import compile_graph
 
@@ -18,18 +18,9 @@ VERDICT = {"scores": {"quality": 0.92, "utility": 0.88, "groundedness": 0.97},
            "reasoning": {"quality": "clara", "utility": "números", "groundedness": "tudo citado"}, "final_decision": "OK"}
 
 
-@pytest.fixture(scope="module")
-def server():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("NO_PROXY", "127.0.0.1,localhost")
-    with ScriptedServer() as srv:
-        yield srv
-    mp.undo()
-
-
 @pytest.fixture
-def llm_env(server, monkeypatch):
-    server.reset()
+def llm_env(scripted_server, monkeypatch):
+    server = scripted_server.reset()
     monkeypatch.setenv("OPENAI_BASE_URL", server.openai_base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "test-key")
     return server

@@ -5,7 +5,7 @@ apply after, and a failing endpoint falls back to ragate's own reranker with the
 from __future__ import annotations
 
 import pytest
-from scripted_server import Reply, ScriptedServer
+from scripted_server import Reply
 
 from graph.graph import compile_graph
 
@@ -13,18 +13,9 @@ RERANK = "/v2/rerank"
 QUESTION = "O que o playbook de campanhas de inverno recomenda?"
 
 
-@pytest.fixture(scope="module")
-def server():
-    mp = pytest.MonkeyPatch()
-    mp.setenv("NO_PROXY", "127.0.0.1,localhost")
-    with ScriptedServer() as srv:
-        yield srv
-    mp.undo()
-
-
 @pytest.fixture
-def cohere_env(server, monkeypatch):
-    server.reset()
+def cohere_env(scripted_server, monkeypatch):
+    server = scripted_server.reset()
     monkeypatch.setenv("COHERE_BASE_URL", server.url)
     monkeypatch.setenv("COHERE_API_KEY", "co-test")
     return server

@@ -39,23 +39,12 @@ class PersonDict(TypedDict):
     age: int
 
 
-@pytest.fixture(scope="module")
-def shared_server():
-    # Loopback must never go through a developer's proxy; explicit base_url beats OPENAI_BASE_URL anyway.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NO_PROXY", "127.0.0.1,localhost")
-        mp.setenv("no_proxy", "127.0.0.1,localhost")
-        with ScriptedServer() as srv:
-            yield srv
-
-
 @pytest.fixture
-def server(shared_server):
-    """One server per module (langchain_openai caches its httpx client per base_url, so clients are
-    cheap to rebuild against the same port), reset for every test."""
-    shared_server.reset()
-    yield shared_server
-    assert shared_server.errors == []
+def server(scripted_server):
+    """The session's server (tests/conftest.py), reset for every test."""
+    scripted_server.reset()
+    yield scripted_server
+    assert scripted_server.errors == []
 
 
 def chat(srv: ScriptedServer, **kw) -> ChatOpenAI:
