@@ -22,7 +22,7 @@ from typing import Any
 from graph.context import CHUNK_TOKENS, OVERLAP_TOKENS, Context
 from graph.policy import load_policy
 from graph.resources import get_analyzer, get_resources
-from graph.text import detect_language, split_sentences
+from graph.text import detect_language, json_lines, split_sentences
 from graph.vectorstore import TENANT_FIELD, ChunkRecord
 
 TOKENS_PER_WORD = 1.3  # sub-word tokens per whitespace word, Portuguese and English news text
@@ -75,13 +75,9 @@ def _jsonl_documents(path: Path, errors: list[str]) -> Iterable[Document]:
     except UnicodeDecodeError as exc:
         errors.append(f"{path}: not UTF-8 text (byte {exc.start}); file skipped")
         return
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, obj, exc in json_lines(text.splitlines()):
         where = f"{path}:{lineno}"
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
+        if exc is not None:
             errors.append(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})")
             continue
         if not isinstance(obj, dict):

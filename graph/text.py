@@ -7,11 +7,13 @@ Word lists come from the policy; nothing here hard-codes a lexicon.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Any
 
 from qdrant_edge import Bm25, Bm25Config
 
@@ -72,6 +74,22 @@ def detect_language(text: str, markers: Mapping[str, Sequence[str]], default: st
         if hits > best_hits or (hits == best_hits and hits > 0 and lang == default):
             best, best_hits = lang, hits
     return best
+
+
+# --- JSON lines ----------------------------------------------------------------------------
+
+
+def json_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any, json.JSONDecodeError | None]]:
+    """(line number, parsed value or None, the parse error or None) for every non-blank line of a
+    JSONL text: the ingest, the datasets and the groundedness input each say what is wrong in their
+    own words."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line), None
+        except json.JSONDecodeError as exc:
+            yield number, None, exc
 
 
 # --- sentences -----------------------------------------------------------------------------

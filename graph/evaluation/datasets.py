@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.evaluation.metrics import strip_ws
+from graph.text import json_lines
 
 DATASETS = ("multihop-rag", "beir", "squad")
 # Folder of each dataset under $RAGATE_DATASETS (or ../shared/datasets) when no path is given.
@@ -127,12 +128,8 @@ def _read_json(path: Path, flag: str) -> Any:
 def _read_jsonl(path: Path, flag: str) -> list[dict]:
     rows = []
     with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
+        for lineno, obj, exc in json_lines(fh):
+            if exc is not None:
                 raise DatasetError(f"{flag} {path}:{lineno}: invalid JSON ({exc.msg})") from exc
             if not isinstance(obj, dict):
                 raise DatasetError(f"{flag} {path}:{lineno}: a line must be a JSON object")

@@ -26,7 +26,7 @@ from graph.evaluation.metrics import percentiles
 from graph.evaluation.report import _fmt, _table, write_jsonl
 from graph.groundedness import Source
 from graph.policy import Policy
-from graph.text import detect_language
+from graph.text import detect_language, json_lines
 
 INVENTED_BELOW = 0.3  # the bar: an invented value scores groundedness < 0.3
 COVERAGE = "medium"
@@ -49,12 +49,8 @@ def load_items(path: Path, *, max_errors: int = 10) -> list[dict[str, Any]]:
             lines = fh.read().splitlines()
         except UnicodeDecodeError as exc:
             raise GroundednessInputError(f"{path}: not UTF-8 text ({exc})") from None
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
+    for number, item, exc in json_lines(lines):
+        if exc is not None:
             problems.append(f"line {number}: not JSON ({exc.msg})")
             continue
         problem = _item_problem(item)
