@@ -29,6 +29,7 @@ from typing import Any
 from graph.text import (
     Analyzer,
     citations_in,
+    detect_language,
     extract_fields,
     extract_values,
     find_dates,
@@ -67,6 +68,7 @@ class Lexicons:
     number_words: Mapping[str, Mapping[str, float]]
     months: Mapping[str, Sequence[str]]
     ignore_phrases: tuple[re.Pattern[str], ...] = ()
+    markers: Mapping[str, Sequence[str]] = field(default_factory=dict)  # to tell a source sentence's language
 
     @classmethod
     def from_policy(cls, raw: Mapping[str, Any], templates: Sequence[str] = ()) -> "Lexicons":
@@ -76,11 +78,15 @@ class Lexicons:
             number_words={lang: {fold(w): float(v) for w, v in ws.items()}
                           for lang, ws in (langs.get("number_words") or {}).items()},
             months=langs.get("months") or {},
+            markers={lang: tuple(ws) for lang, ws in (langs.get("markers") or {}).items()},
             ignore_phrases=tuple(template_pattern(t) for t in templates),
         )
 
-    def all_negations(self) -> frozenset[str]:
-        return frozenset().union(*self.negations.values()) if self.negations else frozenset()
+    def negations_in(self, text: str, default: str) -> frozenset[str]:
+        """The negation words of `text`'s language. Never all languages at once: Portuguese "no" is
+        "in the", so an English list applied to "definida no playbook" would negate "playbook"."""
+        language = detect_language(text, self.markers, default) if self.markers else default
+        return self.negations.get(language) or self.negations.get(default) or frozenset()
 
 
 @dataclass(frozen=True)
@@ -249,11 +255,12 @@ def negated_terms(text: str, negations: frozenset[str], analyzer: Analyzer, lang
     return frozenset(negated), frozenset(everything)
 
 
-def polarity_flipped(claim: str, source_sentence: str, negations: frozenset[str], analyzer: Analyzer,
-                     language: str) -> bool:
-    """Whether a word the claim and its source share is negated in one and not in the other."""
-    claim_neg, claim_all = negated_terms(claim, negations, analyzer, language)
-    src_neg, src_all = negated_terms(source_sentence, negations, analyzer, language)
+def polarity_flipped(claim: str, source_sentence: str, claim_negations: frozenset[str],
+                     source_negations: frozenset[str], analyzer: Analyzer, language: str) -> bool:
+    """Whether a word the claim and its source share is negated in one and not in the other (each
+    read with the negation words of its own language)."""
+    claim_neg, claim_all = negated_terms(claim, claim_negations, analyzer, language)
+    src_neg, src_all = negated_terms(source_sentence, source_negations, analyzer, language)
     shared = claim_all & src_all
     return bool((claim_neg ^ src_neg) & shared)
 
@@ -278,7 +285,6 @@ class GroundednessChecker:
         self.analyzer = analyzer
         self.lexicons = lexicons
         self.thresholds = thresholds or Thresholds()
-        self._negations = lexicons.all_negations()
 
     # What each cited document offers, computed once per answer.
     def _documents(self, sources: Sequence[Source], language: str) -> dict[str, _Doc]:
@@ -409,9 +415,10 @@ class GroundednessChecker:
         return min(1.0, max(0.0, (best - lo) / (hi - lo)))
 
     def _flipped(self, text: str, source_sentence: str, language: str) -> bool:
-        if not self._negations:
+        if not self.lexicons.negations:
             return False
-        return polarity_flipped(text, source_sentence, self._negations, self.analyzer, language)
+        return polarity_flipped(text, source_sentence, self.lexicons.negations.get(language, frozenset()),
+                                self.lexicons.negations_in(source_sentence, language), self.analyzer, language)
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -238,3 +238,15 @@ def test_a_number_at_the_start_of_a_sentence_is_a_value_not_a_list_marker(policy
     src = [Source("d1", "Hill needs 152.67 yards per game. Stores opened at 10:20 p.m. Friday.", "d1#0")]
     v = verdict(policy, "152.67 -- Hill needs that many yards per game [d1].", sources=src)
     assert v["checks"][0]["unsupported_values"] == [] and v["final_decision"] != "BLOCK"
+
+
+def test_each_text_is_read_with_its_own_languages_negations(policy):
+    # Portuguese "no" is "in the": the English negation list must not turn "definida no playbook de
+    # inverno" into a negated "inverno" that a faithful Portuguese claim then contradicts.
+    src = [Source("d1", "A temporada de inverno 2025 gerou receita de R$ 118,4 milhões, 3,0% acima da meta "
+                        "definida no playbook de inverno 2025.", "d1#0")]
+    v = verdict(policy, "A temporada de inverno 2025 gerou receita de R$ 118,4 milhões [d1].", sources=src, language="pt")
+    assert not v["checks"][0]["negation_flip"] and v["final_decision"] == "OK", reasons(v)
+    v = verdict(policy, "A temporada de inverno 2025 não gerou receita de R$ 118,4 milhões [d1].", sources=src,
+                language="pt")
+    assert v["checks"][0]["negation_flip"] and v["final_decision"] == "BLOCK"
