@@ -213,6 +213,9 @@ def validate_policy(raw: Any, path: str) -> Policy:
     candidates = raw["rerank"].get("provider_candidates", 25) if isinstance(raw.get("rerank"), dict) else 25
     _require(_is_int(candidates) and 1 <= candidates <= 1000, path,
              "rerank.provider_candidates must be an integer between 1 and 1000")
+    max_tokens = raw["compose"].get("llm_max_tokens", 600)
+    _require(_is_int(max_tokens) and 16 <= max_tokens <= 32_000, path,
+             "compose.llm_max_tokens must be an integer between 16 and 32000")
     turns = (raw.get("memory") or {}).get("history_turns", 5)
     _require(_is_int(turns) and 0 <= turns <= 100, path,
              "memory.history_turns must be an integer between 0 and 100")

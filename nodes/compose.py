@@ -6,18 +6,28 @@ covered (so the answer spans the question's parts instead of repeating one), ord
 source rank and position, and cites each. It also decides the coverage level, resolves conflicting
 versions of one asset (higher score, then newer date, said in one sentence) and, with low or no
 coverage, says what is missing and gives exactly three concrete suggestions.
+
+With a chat model (`RAGATE_CHAT_MODEL`), the model writes the answer from the same relevant chunks
+under the rules of `prompts/compose.yaml`, token by token: the tokens reach LangGraph's
+`stream_mode="messages"` (a preview; the judged `answer` in the final state is what counts). Coverage,
+conflict resolution and suggestions stay deterministic. An empty reply, one citing nothing or an id
+that was not retrieved, or a failing model gives the extractive answer, with the reason in `errors`.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from string import Template
+from typing import Any
 
 from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import load_policy
-from graph.prompts import phrase, phrases
+from graph.embeddings import ProviderError
+from graph.prompts import llm_prompt, phrase, phrases
+from graph.providers import chat_model
 from graph.resources import get_analyzer
 from graph.state import Chunk, State
 from graph.text import Analyzer, citations_in, split_sentences
@@ -178,6 +188,51 @@ def build_suggestions(language: str, rag: dict, chunks: list[Chunk], missing: li
     return unique[:3]
 
 
+_THINKING = re.compile(r"<think>.*?(?:</think>|$)", re.S | re.I)
+
+
+def _text_of(message_chunk: Any) -> str:
+    content = message_chunk.content
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content or [])
+
+
+def _documents_block(chunks: list[Chunk]) -> str:
+    return "\n\n".join(f"[{c['docId']}] (score {c['rerankScore']:.2f}, date {_date_key(c) or 'unknown'})\n"
+                        f"{c['content']}" for c in chunks)
+
+
+def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: list[Chunk],
+               max_tokens: int) -> tuple[str | None, str | None]:
+    """(answer, None) from the chat model, streamed token by token; (None, why) when it cannot be used."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    prompt = llm_prompt("compose")
+    language_name = prompt["language_names"].get(language, prompt["language_names"]["en"])
+    note = prompt["coverage_notes"].get(coverage, "")
+    messages = [SystemMessage(Template(prompt["system"]).safe_substitute(language_name=language_name)),
+                HumanMessage(Template(prompt["user"]).safe_substitute(
+                    question=question, coverage=coverage, coverage_note=note, documents=_documents_block(chunks),
+                    language_name=language_name))]
+    try:
+        # .stream, not .invoke: each token is an on_llm_new_token event that stream_mode="messages" forwards.
+        text = "".join(_text_of(part) for part in llm.bind(max_tokens=max_tokens).stream(messages))
+    except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
+        return None, f"chat model failed ({type(exc).__name__}: {str(exc)[:200]})"
+    answer = _THINKING.sub("", text).strip()
+    retrieved = {c["docId"] for c in chunks}
+    cited = citations_in(answer)
+    if not answer:
+        return None, "chat model answer empty"
+    if not cited:
+        return None, "chat model answer cites no [doc_id]"
+    unknown = [cid for cid in cited if cid not in retrieved]
+    if unknown:
+        return None, f"chat model answer cites ids that were not retrieved ({', '.join(unknown[:5])})"
+    return answer, None
+
+
 @timed("compose")
 def compose(state: State, runtime: Runtime[Context]) -> dict:
     ctx = context_of(runtime)
@@ -205,19 +260,34 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     missing = missing_terms(question, language, chunks, analyzer)
 
     lines: list[str] = []
+    errors: list[str] = []
     if coverage != "none":
-        q_terms = analyzer.terms(" ".join([question, *(state.get("sub_queries") or [])]), language)
-        picked = select_sentences(q_terms, language, relevant, analyzer, int(cfg.get("max_sentences", 6)),
-                                  int(cfg.get("max_answer_chars", 1600)))
-        claims = [_cite(sentence, chunk["docId"]) for chunk, _, sentence in picked]
-        if claims:
-            lines.append(phrase(language, "intro"))
-            lines.append("")
-            lines.extend(f"- {c}" for c in claims) if len(claims) > 1 else lines.append(claims[0])
-            if conflict_notes:
-                lines.append("")
-                lines.extend(conflict_notes)
+        written = None
+        try:
+            llm = chat_model(ctx)
+        except ProviderError as exc:
+            llm = None
+            errors.append(f"compose: {exc}; extractive answer")
+        if llm is not None and relevant:
+            written, problem = llm_answer(llm, question, language, coverage, relevant,
+                                          int(cfg.get("llm_max_tokens", 600)))
+            if problem:
+                errors.append(f"compose: {problem}; extractive answer")
+        if written:
+            lines.append(written)
         else:
+            q_terms = analyzer.terms(" ".join([question, *(state.get("sub_queries") or [])]), language)
+            picked = select_sentences(q_terms, language, relevant, analyzer, int(cfg.get("max_sentences", 6)),
+                                      int(cfg.get("max_answer_chars", 1600)))
+            claims = [_cite(sentence, chunk["docId"]) for chunk, _, sentence in picked]
+            if claims:
+                lines.append(phrase(language, "intro"))
+                lines.append("")
+                lines.extend(f"- {c}" for c in claims) if len(claims) > 1 else lines.append(claims[0])
+        if lines and conflict_notes:
+            lines.append("")
+            lines.extend(conflict_notes)
+        if not lines:
             coverage = "none"
     if coverage in ("low", "none"):
         if lines:
@@ -229,4 +299,5 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     citations = [cid for cid in citations_in(answer) if cid in retrieved_ids]
     suggestions = (build_suggestions(language, rag, chunks, missing, list(policy.routing.get("allow_intents", [])))
                    if coverage in ("low", "none") else [])
-    return {"answer": answer, "citations_used": citations, "coverage_level": coverage, "suggestions": suggestions}
+    return {"answer": answer, "citations_used": citations, "coverage_level": coverage, "suggestions": suggestions,
+            **({"errors": errors} if errors else {})}

@@ -15,6 +15,7 @@ from datetime import timedelta
 from string import Template
 from typing import Any
 
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
 from graph.context import Context
@@ -278,7 +279,8 @@ def llm_sub_queries(llm: Any, spec: str, question: str, language: str, policy: P
     max_n = int(policy.section("decomposition")["max_subqueries"])
     prompt = llm_prompt("decompose")
     reply = llm.invoke([SystemMessage(Template(prompt["system"]).safe_substitute(max_n=max_n, language=language)),
-                        HumanMessage(Template(prompt["user"]).safe_substitute(question=question))])
+                        HumanMessage(Template(prompt["user"]).safe_substitute(question=question))],
+                       config={"tags": [TAG_NOSTREAM]})  # sub-query JSON is not answer text for stream_mode="messages"
     subs = validate_sub_queries(json_reply(reply.content), question, language, max_n, policy)
     _llm_cache[key] = subs
     while len(_llm_cache) > LLM_CACHE_SIZE:

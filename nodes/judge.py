@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from string import Template
 from typing import Any
 
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
 from graph.context import Context
@@ -181,7 +182,8 @@ def llm_verdict(llm: Any, state: State) -> tuple[Verdict | None, list[str]]:
     notes: list[str] = []
     for attempt in (1, 2):
         try:
-            reply = llm.invoke(messages)
+            # Tagged "nostream": the verdict JSON is not answer text for stream_mode="messages".
+            reply = llm.invoke(messages, config={"tags": [TAG_NOSTREAM]})
         except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
             return None, notes + [f"judge: chat model failed ({type(exc).__name__}: {str(exc)[:200]}); deterministic verdict"]
         try:
