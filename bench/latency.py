@@ -516,11 +516,11 @@ def embed_sample(corpus: Corpus, vocab: Vocab, args, n: int) -> float | None:
     """Documents/s of the default embedder on `n` synthetic chunks, for context (not part of the load)."""
     if n <= 0:
         return None
-    from graph.embeddings import _base_embeddings
+    from graph.embeddings import base_embeddings
 
     rng = np.random.default_rng([args.seed, 9])
     texts = [synth_text(rng, vocab, "pt", args.words) for _ in range(n)]
-    model = _base_embeddings(USE_MODEL)
+    model = base_embeddings(USE_MODEL)
     model.embed_documents(texts[:8])  # load weights / warm up
     t0 = time.perf_counter()
     model.embed_documents(texts)

@@ -116,7 +116,7 @@ def _request_log(ctx) -> None:
 def _ragate(ctx, prefix: str):
     """The API object, or None after printing why a provider or the memory backend cannot be used."""
     from graph.api import Ragate
-    from graph.embeddings import ProviderError
+    from graph.providers import ProviderError
     from graph.persistence import PersistenceError
     from graph.providers import check_providers
 
@@ -256,15 +256,16 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
 
 def cmd_eval_groundedness(args: argparse.Namespace) -> int:
     """Judge every answer of a labelled JSONL file with the deterministic groundedness checks."""
-    from graph.embeddings import ProviderError, get_embeddings
     from graph.evaluation import groundedness
     from graph.policy import PolicyError, load_policy
+    from graph.providers import ProviderError
+    from graph.resources import embeddings_for
 
     ctx = _context(args)
     try:
         items = groundedness.load_items(Path(args.input))
         policy = load_policy(ctx.policy_path)
-        embeddings = get_embeddings(ctx.embedding_model, ctx.home_path)
+        embeddings = embeddings_for(ctx)
     except (groundedness.GroundednessInputError, PolicyError, ProviderError) as exc:
         print(f"ragate eval groundedness: {exc}", file=sys.stderr)
         return 2

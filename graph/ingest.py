@@ -27,6 +27,9 @@ from graph.vectorstore import TENANT_FIELD, ChunkRecord
 
 TOKENS_PER_WORD = 1.3  # sub-word tokens per whitespace word, Portuguese and English news text
 SUPPORTED_SUFFIXES = (".jsonl", ".md", ".markdown", ".txt")
+# Chunks embedded per call: large enough that a remote provider sees few requests, small enough
+# that one failed call loses little work (OpenAI accepts up to 2,048 inputs a request).
+EMBED_BATCH_CHUNKS = 128
 
 
 class IngestError(ValueError):
@@ -310,6 +313,23 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
         from tqdm import tqdm
 
         bar = tqdm(total=len(prepared), unit="doc", desc=f"ingest {collection}")
+    pending: list[tuple[Document, list[ChunkRecord]]] = []  # changed documents waiting for their vectors
+
+    def write_pending() -> None:
+        # One embedding call for several documents: a remote provider gets a few large requests
+        # instead of one per document. A failure here leaves the earlier batches written.
+        texts = [f"{r.header}\n{r.text}" for _, records in pending for r in records]
+        vectors = iter(res.embeddings.embed_documents(texts))
+        for doc, records in pending:
+            for r in records:
+                r.dense = next(vectors)
+            res.index.replace_document(collection, tenant, doc.id, records)
+            report.documents_written += 1
+            report.chunks_written += len(records)
+            if bar:
+                bar.update(1)
+        pending.clear()
+
     for doc, meta in prepared:
         language = detect_language(doc.content, markers, default_lang)
         header = header_for(doc)
@@ -320,17 +340,17 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
         records = [chunk_record(tenant, doc, meta, header, language, i, piece) for i, piece in enumerate(pieces)]
         if res.index.existing_hashes(collection, tenant, doc.id) == {r.content_hash for r in records}:
             report.documents_unchanged += 1
-        else:
-            vectors = res.embeddings.embed_documents([f"{r.header}\n{r.text}" for r in records])
-            for r, vec in zip(records, vectors):
-                r.dense = vec
-                sv = analyzer.document_vector(f"{r.header}\n{r.text}", language)
-                r.sparse = (list(sv.indices), list(sv.values))
-            res.index.replace_document(collection, tenant, doc.id, records)
-            report.documents_written += 1
-            report.chunks_written += len(records)
-        if bar:
-            bar.update(1)
+            if bar:
+                bar.update(1)
+            continue
+        for r in records:
+            sv = analyzer.document_vector(f"{r.header}\n{r.text}", language)
+            r.sparse = (list(sv.indices), list(sv.values))
+        pending.append((doc, records))
+        if sum(len(recs) for _, recs in pending) >= EMBED_BATCH_CHUNKS:
+            write_pending()
+    if pending:
+        write_pending()
     if bar:
         bar.close()
     res.index.flush()

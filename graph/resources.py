@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graph.context import Context
-from graph.embeddings import CachedEmbeddings, ProviderError, get_embeddings
+from graph.embeddings import CachedEmbeddings, get_embeddings
+from graph.providers import ProviderError
 from graph.policy import Policy
 from graph.text import Analyzer, analyzer_for
 from graph.vectorstore import VectorIndex, open_index
@@ -19,10 +20,15 @@ class Resources:
     embeddings: CachedEmbeddings
 
 
+def embeddings_for(ctx: Context) -> CachedEmbeddings:
+    """The run's embedder, with the context's provider timeout and retries."""
+    return get_embeddings(ctx.embedding_model, ctx.home_path, float(ctx.provider_timeout_s), int(ctx.provider_retries))
+
+
 def get_resources(ctx: Context) -> Resources:
     if ctx.vector_store != "embedded":
         raise ProviderError(f"vector_store '{ctx.vector_store}': only 'embedded' is supported")
-    return Resources(index=open_index(ctx.home_path), embeddings=get_embeddings(ctx.embedding_model, ctx.home_path))
+    return Resources(index=open_index(ctx.home_path), embeddings=embeddings_for(ctx))
 
 
 def get_analyzer(policy: Policy) -> Analyzer:

@@ -139,7 +139,7 @@ class VectorIndex(Protocol):
     """What the nodes and ingest need from a vector engine."""
 
     def search(
-        self, collection: str, *, dense: list[float], sparse: SparseVector, tenant: str,
+        self, collection: str, *, dense: list[float] | None, sparse: SparseVector, tenant: str,
         filters: dict[str, Any] | None, limit: int, similarity_to: list[float] | None = None,
         match_terms: list[int] | None = None, flags: dict[str, dict[str, Any]] | None = None,
     ) -> tuple[list[SearchHit], list[SearchHit]]:
@@ -147,7 +147,9 @@ class VectorIndex(Protocol):
         payload costs the engine ~10 µs a point; `fetch` reads them for the few chunks that survive
         reranking). With `similarity_to`, each hit carries its cosine to that vector; with
         `match_terms` (lexical term ids), the ones its text contains; with `flags` (named conditions
-        {field: value or [values]} on indexed fields, e.g. the rerank boosts), the names it meets."""
+        {field: value or [values]} on indexed fields, e.g. the rerank boosts), the names it meets
+        (flags are scored through `similarity_to`: none without it). `dense=None` (the embedder
+        failed) gives an empty dense list."""
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -259,11 +261,12 @@ class EdgeVectorIndex:
         shard = self._shard(collection)
         if shard is None:
             return [], []
-        dense_res, sparse_res = shard.query_batch(QueryBatchRequest([
-            QueryRequest(query=Query.Nearest(list(dense), using=DENSE), limit=limit, filter=gate,
-                         with_payload=False, params=DENSE_SEARCH),
-            QueryRequest(query=Query.Nearest(sparse, using=SPARSE), limit=limit, filter=gate, with_payload=False),
-        ]))
+        lists = [QueryRequest(query=Query.Nearest(sparse, using=SPARSE), limit=limit, filter=gate, with_payload=False)]
+        if dense is not None:
+            lists.append(QueryRequest(query=Query.Nearest(list(dense), using=DENSE), limit=limit, filter=gate,
+                                      with_payload=False, params=DENSE_SEARCH))
+        sparse_res, *dense_lists = shard.query_batch(QueryBatchRequest(lists))
+        dense_res = dense_lists[0] if dense_lists else []
         # Every `.id` / `.score` access converts the engine's value into a new Python object: read them once.
         dense_res = [(p.id, p.score) for p in dense_res]
         sparse_res = [(p.id, p.score) for p in sparse_res]

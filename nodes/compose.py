@@ -25,7 +25,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import load_policy
-from graph.embeddings import ProviderError
+from graph.providers import ProviderError
 from graph.prompts import llm_prompt, phrase, phrases
 from graph.providers import chat_model
 from graph.resources import get_analyzer

@@ -18,12 +18,11 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
 from graph.context import Context
-from graph.embeddings import ProviderError, get_embeddings
 from graph.groundedness import GroundednessChecker, Lexicons, Source, Thresholds, groundedness_score
 from graph.policy import Policy, load_policy
 from graph.prompts import all_templates, llm_prompt
-from graph.providers import chat_model, json_reply
-from graph.resources import get_analyzer
+from graph.providers import ProviderError, chat_model, json_reply
+from graph.resources import embeddings_for, get_analyzer
 from graph.state import Chunk, State, Verdict
 from graph.text import citations_in, detect_language, extract_values, has_any_phrase, split_sentences, strip_citations
 from nodes.instrumentation import context_of, timed
@@ -210,7 +209,7 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
                                    checks=[], method="unavailable")}
     errors: list[str] = []
     try:
-        embeddings = get_embeddings(ctx.embedding_model, ctx.home_path)
+        embeddings = embeddings_for(ctx)
     except Exception as exc:  # no semantic rescue for paraphrases, the hard checks still hold
         embeddings = None
         errors.append(f"judge: embeddings unavailable, lexical support only: {exc}")

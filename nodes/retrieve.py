@@ -8,6 +8,9 @@ performance chunks (whose `performance_snapshot` was rendered into their text at
 Hits are light: point ids, scores, the chunk's similarity to the original question and which of
 the question's terms it holds, all computed inside the engine. Texts and metadata are fetched by
 rerank, for the few chunks that can still be kept.
+
+When the embedder fails (a remote provider timing out or erroring), the branch still searches the
+lexical list, which needs no model, and records why in `errors`: fewer good answers, not none.
 """
 
 from __future__ import annotations
@@ -118,12 +121,14 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
             # A part of a split question that names a source ("... reported by TechCrunch") is
             # searched within it: that is where its evidence is.
             filters.update(mentioned_filters(task["sub_query"], policy, rag, ctx.tenant, res.index))
-        question_vector = res.embeddings.embed_query(task["question"])
+        question_vector, sub_query_vector, degraded = _embed(res.embeddings, task["question"], task["sub_query"])
+        if degraded:
+            update["errors"] = [f"{key}: {degraded}"]
         common = dict(question_vector=question_vector, question_terms=sorted(analyzer.terms(task["question"], language)),
                       # The engine marks which chunks each rerank boost applies to, while it has them at hand.
                       boost_flags={n: c for n, (_, c) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {},
                       limit=int(rag["profile"]["k"]))
-        results[key] = _search(ctx, res, rag, sub_query_vector=res.embeddings.embed_query(task["sub_query"]),
+        results[key] = _search(ctx, res, rag, sub_query_vector=sub_query_vector,
                                sparse=analyzer.query_vector(task["sub_query"], language), filters=filters,
                                kind=task["kind"], sub_query=task["sub_query"], **common)
         if task["index"] == 0 and task["kind"] == "sub_query" and ctx.decompose:
@@ -144,5 +149,14 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     update["hits"] = results
     errors = [f"{k} ({r['sub_query']!r}): {r['error']}" for k, r in results.items() if "error" in r]
     if errors:
-        update["errors"] = errors
+        update["errors"] = update.get("errors", []) + errors
     return update
+
+
+def _embed(embeddings, question: str, sub_query: str) -> tuple[list[float] | None, list[float] | None, str | None]:
+    """(question vector, sub-query vector, None), or (None, None, why) when the embedder fails."""
+    try:
+        question_vector = embeddings.embed_query(question)
+        return question_vector, (question_vector if sub_query == question else embeddings.embed_query(sub_query)), None
+    except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
+        return None, None, f"embeddings unavailable ({type(exc).__name__}: {str(exc)[:200]}); lexical search only"

@@ -9,7 +9,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from graph.context import Context
-from graph.embeddings import ProviderError
+from graph.providers import ProviderError
 from graph.policy import load_policy
 from graph.providers import chat_model, check_providers, parse_spec, reranker
 from nodes.judge import combine_with_llm, deterministic_verdict, llm_verdict, parse_llm_verdict
