@@ -95,7 +95,8 @@ class Context:
     )
     vector_store: str = field(
         default_factory=lambda: _env("RAGATE_VECTOR_STORE", "embedded"),
-        metadata={"description": "'embedded': Qdrant's engine in-process, collections under `home`."},
+        metadata={"description": "'embedded': Qdrant's engine in-process, collections under `home`; 'qdrant': a Qdrant "
+                                 "server or cluster at QDRANT_URL (key in QDRANT_API_KEY), same schema and gates."},
     )
     collections: list[str] | None = field(
         default=None,

