@@ -6,6 +6,8 @@
     print(result["answer"], result["citations_used"])
     rag.ask("E em 2025?", thread_id="t1")            # the thread's history comes from the checkpointer
     rag.feedback(result["request_id"], rating="up", comment="useful")
+    for kind, item in rag.stream("Quais ações o playbook recomenda?"):  # tokens, with a chat model
+        print(item if kind == "token" else "", end="")
 
 Memory, request records, feedback and thread history live in SQLite files under `Context.home`,
 or in PostgreSQL when `Context.memory_url` (RAGATE_MEMORY_URL) is set (graph/persistence.py).
@@ -14,6 +16,7 @@ or in PostgreSQL when `Context.memory_url` (RAGATE_MEMORY_URL) is set (graph/per
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from graph.context import Context
@@ -40,11 +43,10 @@ class Ragate:
         self.graph = compile_graph(store=self.store)
         self.thread_graph = compile_graph(store=self.store, checkpointer=self.checkpointer)
 
-    def invoke(self, question: str, *, intent: str | None = None, entity: str | None = None,
-               request_id: str | None = None, history: list[dict] | None = None, thread_id: str | None = None,
-               context: Context | None = None) -> dict[str, Any]:
-        """The graph's final state. With `thread_id` the thread's earlier turns (checkpointed) are the
-        history; without one the question stands alone and nothing is checkpointed."""
+    def _run(self, question: str, *, intent: str | None = None, entity: str | None = None,
+             request_id: str | None = None, history: list[dict] | None = None, thread_id: str | None = None,
+             context: Context | None = None) -> tuple[Any, dict[str, Any], dict[str, Any], Context]:
+        """(graph, input, config, context) of one question."""
         payload: dict[str, Any] = {"question": question, "request_id": request_id or uuid.uuid4().hex}
         if intent:
             payload["intent"] = intent
@@ -54,10 +56,31 @@ class Ragate:
             payload["history"] = history
         ctx = context or self.context
         if not thread_id:
-            return self.graph.invoke(payload, context=ctx)
+            return self.graph, payload, {}, ctx
         # Threads are per tenant: the same thread id of two tenants are two threads.
-        config = {"configurable": {"thread_id": f"{ctx.tenant or '-'}:{thread_id}"}}
-        return self.thread_graph.invoke(payload, config=config, context=ctx)
+        return self.thread_graph, payload, {"configurable": {"thread_id": f"{ctx.tenant or '-'}:{thread_id}"}}, ctx
+
+    def invoke(self, question: str, **kwargs: Any) -> dict[str, Any]:
+        """The graph's final state. With `thread_id` the thread's earlier turns (checkpointed) are the
+        history; without one the question stands alone and nothing is checkpointed. Keywords: intent,
+        entity, request_id, history, thread_id, context."""
+        graph, payload, config, ctx = self._run(question, **kwargs)
+        return graph.invoke(payload, config=config or None, context=ctx)
+
+    def stream(self, question: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
+        """("token", text) as the LLM composer writes the answer (none on the deterministic path),
+        then ("output", the output contract). The tokens are a preview: the output's `answer` is the
+        judged one (a BLOCK verdict replaces it with the safe response)."""
+        graph, payload, config, ctx = self._run(question, **kwargs)
+        final: dict[str, Any] = {}
+        for mode, item in graph.stream(payload, config=config or None, context=ctx, stream_mode=["messages", "values"]):
+            if mode == "values":
+                final = item
+                continue
+            message, meta = item
+            if meta.get("langgraph_node") == "compose" and isinstance(message.content, str) and message.content:
+                yield "token", message.content
+        yield "output", to_output(final)
 
     def ask(self, question: str, **kwargs: Any) -> dict[str, Any]:
         """The output contract (answer, citations, coverage, suggestions, verdict, rag, sources, ...)."""

@@ -32,10 +32,14 @@ def _context(args: argparse.Namespace):
     except ValueError as exc:  # a RAGATE_* variable that cannot be read: say which, exit 2
         print(f"ragate: bad setting in the environment: {exc}", file=sys.stderr)
         sys.exit(2)
-    for name in ("tenant", "home", "policy_path", "embedding_model"):
+    for name in ("tenant", "home", "policy_path", "embedding_model", "chat_model", "rerank_model", "vector_store",
+                 "memory_url"):
         value = getattr(args, name, None)
         if value:
             setattr(ctx, name, value)
+    for name in ("provider_timeout_s", "provider_retries"):
+        if getattr(args, name, None) is not None:
+            setattr(ctx, name, getattr(args, name))
     if getattr(args, "collection", None):
         ctx.collections = list(args.collection)
     if getattr(args, "k", None):
@@ -51,6 +55,38 @@ def _context(args: argparse.Namespace):
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", help="data folder (default: $RAGATE_HOME or ./.ragate)")
     _policy_and_model_flags(p)
+    _provider_flags(p)
+
+
+def _positive(kind: type):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+        return value
+    return parse
+
+
+def _provider_flags(p: argparse.ArgumentParser) -> None:
+    """The production providers (README "Providers"); each flag overrides its environment variable."""
+    p.add_argument("--chat-model", dest="chat_model",
+                   help="'openai/<model>' or 'none' for the deterministic composer and judge (default: $RAGATE_CHAT_MODEL "
+                        "or none); server and key from $OPENAI_BASE_URL / $OPENAI_API_KEY")
+    p.add_argument("--rerank-model", dest="rerank_model",
+                   help="'cohere/<model>' or 'none' for ragate's own reranker (default: $RAGATE_RERANK_MODEL or none); "
+                        "server and key from $COHERE_BASE_URL / $COHERE_API_KEY")
+    p.add_argument("--vector-store", dest="vector_store", choices=["embedded", "qdrant"],
+                   help="'embedded' (in-process, under --home) or 'qdrant' (server at $QDRANT_URL, key $QDRANT_API_KEY) "
+                        "(default: $RAGATE_VECTOR_STORE or embedded)")
+    p.add_argument("--memory-url", dest="memory_url",
+                   help="postgresql:// URL for memory, feedback and threads (default: $RAGATE_MEMORY_URL or SQLite under --home)")
+    p.add_argument("--provider-timeout", dest="provider_timeout_s", type=_positive(float),
+                   help="seconds a provider call may take (default: $RAGATE_PROVIDER_TIMEOUT or 30)")
+    p.add_argument("--provider-retries", dest="provider_retries", type=_positive(int),
+                   help="retries of a failed provider call (default: $RAGATE_PROVIDER_RETRIES or 1)")
 
 
 def _policy_and_model_flags(p: argparse.ArgumentParser) -> None:
@@ -70,13 +106,16 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     from graph.ingest import IngestError, ingest_path
     from graph.vectorstore import CollectionError
 
+    from graph.providers import ProviderError, check_providers
+
     ctx = _context(args)
     started = time.perf_counter()
     try:
+        check_providers(ctx)  # the embedder and the vector store, before any document is read
         report = ingest_path(args.path, collection=args.collection_name, tenant=args.tenant, context=ctx,
                              default_status=args.default_status, default_approved=args.default_approved == "true",
                              strict=args.strict, progress=not args.quiet)
-    except (IngestError, CollectionError) as exc:
+    except (IngestError, CollectionError, ProviderError) as exc:
         print(f"ragate ingest: {exc}", file=sys.stderr)
         return 2
     elapsed = time.perf_counter() - started
@@ -93,8 +132,9 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _print_answer(out: dict) -> None:
-    print(out["answer"])
-    print()
+    if out["answer"] is not None:  # None: already printed as it streamed
+        print(out["answer"])
+        print()
     verdict = out["verdict"]
     scores = ", ".join(f"{k} {v:.2f}" for k, v in verdict.get("scores", {}).items())
     print(f"coverage: {out['coverage_level']} · verdict: {verdict.get('final_decision')} ({scores})")
@@ -105,6 +145,32 @@ def _print_answer(out: dict) -> None:
     if out["rag"].get("error"):
         print(f"note: {out['rag']['error']}")
     print(f"request id: {out['request_id']}")
+
+
+def _print_streamed(events) -> None:
+    """Tokens as they come, then what the judge made of them."""
+    streamed: list[str] = []
+    out: dict = {}
+    for kind, item in events:
+        if kind == "token":
+            streamed.append(item)
+            print(item, end="", flush=True)
+        else:
+            out = item
+    text = "".join(streamed).strip()
+    if not text:  # the deterministic composer does not stream
+        _print_answer(out)
+        return
+    print("\n")
+    if out["verdict"].get("final_decision") == "BLOCK":
+        print("(the judge blocked the answer above; instead:)\n")
+        _print_answer(out)
+    elif out["answer"].startswith(text):
+        rest = out["answer"][len(text):].strip()  # notes the composer adds after the model's text
+        _print_answer({**out, "answer": f"{rest}\n" if rest else None})
+    else:
+        print("(the chat model's answer could not be used; the extractive answer:)\n")
+        _print_answer(out)
 
 
 def _request_log(ctx) -> None:
@@ -138,7 +204,11 @@ def cmd_ask(args: argparse.Namespace) -> int:
     rag = _ragate(ctx, "ragate ask")
     if rag is None:
         return 2
-    out = rag.ask(args.question, intent=args.intent, entity=args.entity, thread_id=args.thread)
+    asked = dict(intent=args.intent, entity=args.entity, thread_id=args.thread)
+    if args.stream and not args.json:
+        _print_streamed(rag.stream(args.question, **asked))
+        return 0
+    out = rag.ask(args.question, **asked)
     if args.json:
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
@@ -324,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-n", dest="top_n", type=int, help="chunks kept after reranking")
     p.add_argument("--json", action="store_true", help="print the output contract as one JSON object")
     p.add_argument("--thread", help="thread id: earlier questions of the thread are its history (checkpointed)")
+    p.add_argument("--stream", action="store_true", help="print the answer as the chat model writes it (with --chat-model)")
     _common(p)
     p.set_defaults(func=cmd_ask)
 
