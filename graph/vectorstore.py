@@ -271,9 +271,7 @@ class EdgeVectorIndex:
         dense_res = [(p.id, p.score) for p in dense_res]
         sparse_res = [(p.id, p.score) for p in sparse_res]
         ids = list(dict.fromkeys([i for i, _ in dense_res] + [i for i, _ in sparse_res]))
-        similarity: dict[Any, float] = {}
-        matched: dict[Any, list[int]] = {}
-        flagged: dict[Any, list[str]] = {}
+        similarity, matched, flagged = {}, {}, {}  # hit features, when asked for (below)
         if ids and (similarity_to is not None or match_terms):
             # Over just the union of both lists, the engine scores the similarity to the original
             # question, says which chunks hold each question term and which meet each flag
@@ -292,15 +290,8 @@ class EdgeVectorIndex:
             if similarity_to is not None:
                 requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
                                              filter=Filter(must=only_these), with_payload=False, params=exact))
-            results = shard.query_batch(QueryBatchRequest(requests))
-            if similarity_to is not None:
-                similarity = {p.id: float(p.score) for p in results.pop()}
-            for term, holders in zip(terms, results):
-                for p in holders:
-                    matched.setdefault(p.id, []).append(term)
-            for (name, _), holders in zip(named, results[len(terms):]):
-                for p in holders:
-                    flagged.setdefault(p.id, []).append(name)
+            similarity, matched, flagged = hit_features(list(shard.query_batch(QueryBatchRequest(requests))), terms,
+                                                        [name for name, _ in named], similarity_to is not None)
         return to_hits(dense_res, similarity, matched, flagged), to_hits(sparse_res, similarity, matched, flagged)
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
@@ -383,6 +374,22 @@ def _condition(key: str, value: Any) -> FieldCondition:
 
 def _conditions(fields: dict[str, Any]) -> list[FieldCondition]:
     return [_condition(key, value) for key, value in fields.items()]
+
+
+def hit_features(results: list[list[Any]], terms: list[int], flag_names: list[str],
+                 with_similarity: bool) -> tuple[dict, dict, dict]:
+    """(similarity, matched terms, flags) per point id, read from the answers to the feature requests:
+    one per term, one per flag, then (with_similarity) the similarity request."""
+    similarity = {p.id: float(p.score) for p in results.pop()} if with_similarity else {}
+    matched: dict[Any, list[int]] = {}
+    flagged: dict[Any, list[str]] = {}
+    for term, holders in zip(terms, results):
+        for p in holders:
+            matched.setdefault(p.id, []).append(term)
+    for name, holders in zip(flag_names, results[len(terms):]):
+        for p in holders:
+            flagged.setdefault(p.id, []).append(name)
+    return similarity, matched, flagged
 
 
 def to_hits(points: list[tuple[Any, float]], similarity: dict, matched: dict, flagged: dict) -> list[SearchHit]:

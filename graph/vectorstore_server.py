@@ -36,6 +36,7 @@ from graph.vectorstore import (
     CollectionError,
     TenantRequiredError,
     gate_fields,
+    hit_features,
     payload_passes_gates,
     point_id,
     to_hits,
@@ -160,9 +161,7 @@ class QdrantServerIndex:
         sparse_hits = [(p.id, p.score) for p in sparse_res.points]
         dense_hits = [(p.id, p.score) for p in dense_lists[0].points] if dense_lists else []
         ids = list(dict.fromkeys([i for i, _ in dense_hits] + [i for i, _ in sparse_hits]))
-        similarity: dict[Any, float] = {}
-        matched: dict[Any, list[int]] = {}
-        flagged: dict[Any, list[str]] = {}
+        similarity, matched, flagged = {}, {}, {}  # hit features, when asked for (below)
         if ids and (similarity_to is not None or match_terms):
             # As in the embedded engine: over the union of both lists, the server scores the similarity
             # to the original question, which chunks hold each question term and which meet each flag.
@@ -182,14 +181,8 @@ class QdrantServerIndex:
                 requests.append(m.QueryRequest(query=list(similarity_to), using=DENSE, limit=len(ids), params=exact,
                                                filter=m.Filter(must=[*gate.must, only_these]), with_payload=False))
             results = [r.points for r in self.client.query_batch_points(collection, requests)]
-            if similarity_to is not None:
-                similarity = {p.id: float(p.score) for p in results.pop()}
-            for term, holders in zip(terms, results):
-                for p in holders:
-                    matched.setdefault(p.id, []).append(term)
-            for (name, _), holders in zip(named, results[len(terms):]):
-                for p in holders:
-                    flagged.setdefault(p.id, []).append(name)
+            similarity, matched, flagged = hit_features(results, terms, [name for name, _ in named],
+                                                        similarity_to is not None)
         return to_hits(dense_hits, similarity, matched, flagged), to_hits(sparse_hits, similarity, matched, flagged)
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],

@@ -59,8 +59,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import re
-import socket
-import sys
 import threading
 import time
 from collections import deque
@@ -68,13 +66,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, NamedTuple, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from qdrant_client import QdrantClient
 from qdrant_client.http import models
+
+from local_http_server import LocalHTTPServer, OwnedHTTPServer
 
 # Index types a real server can facet on (its "map" indexes) and order by (its "range" indexes).
 _FACET_INDEX_TYPES = {models.PayloadSchemaType.KEYWORD, models.PayloadSchemaType.INTEGER,
@@ -343,7 +343,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
     server_version = "QdrantTestServer/1.0"
     timeout = 10  # a connection that never sends its request does not hold a thread forever
-    server: _HTTPServer
+    server: OwnedHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -425,28 +425,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _guarded
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # QdrantTestServer.stop() joins its handler threads itself, with a deadline
-    request_queue_size = 128  # socketserver's 5 overflows under concurrent clients: a dropped SYN costs 1 s
-    owner: QdrantTestServer
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        t = threading.Thread(target=self.process_request_thread, args=(request, client_address),
-                             name=f"qdrant-test-server-{self.server_address[1]}-handler", daemon=True)
-        with self.owner._lock:
-            self.owner._threads = [x for x in self.owner._threads if x.is_alive()]
-            self.owner._threads.append(t)
-        t.start()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, socket.timeout)):
-            return
-        self.owner.errors.append(f"handler error: {type(exc).__name__}: {exc}")
-
-
-class QdrantTestServer:
+class QdrantTestServer(LocalHTTPServer):
     """A threaded Qdrant REST server on 127.0.0.1 with a free port, backed by qdrant-client's local mode.
     Use as a context manager or call ``start()`` / ``stop()``; data lives as long as the object (a restart
     keeps it). See the module docstring for routes and differences from a real server.
@@ -455,62 +434,17 @@ class QdrantTestServer:
     ``Authorization: Bearer``), else 401. `version`: what ``GET /`` reports; default the installed
     qdrant-client's version, so the client's compatibility probe never warns."""
 
+    handler_class = _RequestHandler
+    thread_name = "qdrant-test-server"
+
     def __init__(self, api_key: str | None = None, version: str | None = None) -> None:
+        super().__init__()  # its lock guards requests, faults and threads (the engine has its own lock)
         self.api_key = api_key
         self.version = version or importlib.metadata.version("qdrant-client")
         self._engine = _Engine()
-        self._lock = threading.Lock()  # guards requests, faults and threads (the engine has its own lock)
         self._fails: deque[_Fault] = deque()
         self._delays: deque[_Fault] = deque()
-        self._threads: list[threading.Thread] = []
-        self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
-        self._serve_thread: threading.Thread | None = None
         self.requests: list[Request] = []
-        self.errors: list[str] = []
-        self.url = ""
-        self.port = 0
-
-    # --- lifecycle ------------------------------------------------------------------------------
-
-    def start(self) -> Self:
-        if self._httpd is not None:
-            return self
-        self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", 0), _RequestHandler)
-        httpd.owner = self
-        self._httpd = httpd
-        self.port = httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._serve_thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01},
-                                              name=f"qdrant-test-server-{self.port}", daemon=True)
-        self._serve_thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop serving, wake delayed handlers (they drop their connection), close the port and join the
-        handler threads (at most `timeout` seconds in all)."""
-        httpd = self._httpd
-        if httpd is None:
-            return
-        self._stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        deadline = time.monotonic() + timeout
-        if self._serve_thread is not None:
-            self._serve_thread.join(max(0.0, deadline - time.monotonic()))
-        with self._lock:
-            threads = list(self._threads)
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-        self._httpd = None
-        self._serve_thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # --- test hooks -----------------------------------------------------------------------------
 

@@ -48,15 +48,15 @@ import base64
 import hashlib
 import json
 import re
-import socket
 import struct
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
 from urllib.parse import urlsplit
+
+from local_http_server import LocalHTTPServer, OwnedHTTPServer
 
 CHAT_PATH = "/v1/chat/completions"
 EMBEDDINGS_PATH = "/v1/embeddings"
@@ -343,7 +343,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
     server_version = "ScriptedServer/1.0"
     timeout = 10  # a connection that never sends its request does not hold a thread forever
-    server: _HTTPServer
+    server: OwnedHTTPServer
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -403,87 +403,22 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _guarded
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False  # ScriptedServer.stop() joins its handler threads itself, with a deadline
-    owner: ScriptedServer
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        t = threading.Thread(target=self.process_request_thread, args=(request, client_address),
-                             name=f"scripted-server-{self.server_address[1]}-handler", daemon=True)
-        with self.owner._lock:
-            self.owner._threads = [x for x in self.owner._threads if x.is_alive()]
-            self.owner._threads.append(t)
-        t.start()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
-        exc = sys.exc_info()[1]
-        if isinstance(exc, (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, socket.timeout)):
-            return
-        self.owner.errors.append(f"handler error: {type(exc).__name__}: {exc}")
-
-
-class ScriptedServer:
+class ScriptedServer(LocalHTTPServer):
     """A threaded scripted API server on 127.0.0.1 with a free port. Use as a context manager or call
     ``start()`` / ``stop()``. See the module docstring for routes and base URLs."""
 
+    handler_class = _Handler
+    thread_name = "scripted-server"
+
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        super().__init__()
         self._queues: dict[str, deque[Reply]] = {}
         self._defaults: dict[str, Callable[[dict | None], Reply]] = _default_factories()
-        self._threads: list[threading.Thread] = []
-        self._stopping = threading.Event()
-        self._httpd: _HTTPServer | None = None
-        self._serve_thread: threading.Thread | None = None
         self.requests: list[dict] = []
-        self.errors: list[str] = []
-        self.url = ""
-        self.openai_base_url = ""
-        self.port = 0
 
-    # --- lifecycle ------------------------------------------------------------------------------
-
-    def start(self) -> Self:
-        if self._httpd is not None:
-            return self
-        self._stopping.clear()
-        httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
-        httpd.owner = self
-        self._httpd = httpd
-        self.port = httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.openai_base_url = self.url + "/v1"
-        self._serve_thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01},
-                                              name=f"scripted-server-{self.port}", daemon=True)
-        self._serve_thread.start()
-        return self
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop serving, wake delayed handlers (they drop their connection), close the port and join the
-        handler threads (at most `timeout` seconds in all)."""
-        httpd = self._httpd
-        if httpd is None:
-            return
-        self._stopping.set()
-        httpd.shutdown()
-        httpd.server_close()
-        deadline = time.monotonic() + timeout
-        if self._serve_thread is not None:
-            self._serve_thread.join(max(0.0, deadline - time.monotonic()))
-        with self._lock:
-            threads = list(self._threads)
-        for t in threads:
-            t.join(max(0.0, deadline - time.monotonic()))
-        self._httpd = None
-        self._serve_thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
 
     # --- scripting ------------------------------------------------------------------------------
 
