@@ -11,7 +11,8 @@ With a chat model (`RAGATE_CHAT_MODEL`), the model writes the answer from the sa
 under the rules of `prompts/compose.yaml`, token by token: the tokens reach LangGraph's
 `stream_mode="messages"` (a preview; the judged `answer` in the final state is what counts). Coverage,
 conflict resolution and suggestions stay deterministic. An empty reply, one citing nothing or an id
-that was not retrieved, or a failing model gives the extractive answer, with the reason in `errors`.
+that was not retrieved, one the judge's hard checks would block (an invented value, an uncited fact),
+or a failing model gives the extractive answer, with the reason in `errors`.
 """
 
 from __future__ import annotations
@@ -25,13 +26,13 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import load_policy
-from graph.providers import ProviderError
 from graph.prompts import llm_prompt, phrase, phrases
-from graph.providers import chat_model
-from graph.resources import get_analyzer
+from graph.providers import ProviderError, chat_model
+from graph.resources import embeddings_for, get_analyzer
 from graph.state import Chunk, State
 from graph.text import Analyzer, citations_in, split_sentences
 from nodes.instrumentation import context_of, timed
+from nodes.judge import checker_for, sources_of
 
 _BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
 
@@ -199,8 +200,7 @@ def _text_of(message_chunk: Any) -> str:
 
 
 def _documents_block(chunks: list[Chunk]) -> str:
-    return "\n\n".join(f"[{c['docId']}] (score {c['rerankScore']:.2f}, date {_date_key(c) or 'unknown'})\n"
-                        f"{c['content']}" for c in chunks)
+    return "\n\n".join(f"Document [{c['docId']}]:\n{c['content']}" for c in chunks)
 
 
 def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: list[Chunk],
@@ -211,9 +211,10 @@ def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: li
     prompt = llm_prompt("compose")
     language_name = prompt["language_names"].get(language, prompt["language_names"]["en"])
     note = prompt["coverage_notes"].get(coverage, "")
-    messages = [SystemMessage(Template(prompt["system"]).safe_substitute(language_name=language_name)),
+    messages = [SystemMessage(Template(prompt["system"]).safe_substitute(language_name=language_name,
+                                                                         example_id=chunks[0]["docId"])),
                 HumanMessage(Template(prompt["user"]).safe_substitute(
-                    question=question, coverage=coverage, coverage_note=note, documents=_documents_block(chunks),
+                    question=question, coverage_note=note, documents=_documents_block(chunks),
                     language_name=language_name))]
     try:
         # .stream, not .invoke: each token is an on_llm_new_token event that stream_mode="messages" forwards.
@@ -231,6 +232,24 @@ def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: li
     if unknown:
         return None, f"chat model answer cites ids that were not retrieved ({', '.join(unknown[:5])})"
     return answer, None
+
+
+def draft_failures(draft: str, chunks: list[Chunk], language: str, policy, ctx: Context) -> str | None:
+    """Why the model's draft cannot be shown, or None. The judge's own hard checks run on it first: a
+    draft with an invented value, an uncited fact or a flipped negation would be blocked, and the
+    extractive answer serves the user better than a refusal. Unsupported wording is left to the judge
+    (a paraphrase may be fine)."""
+    try:
+        embeddings = embeddings_for(ctx)
+    except Exception:  # the hard checks need no embeddings
+        embeddings = None
+    hard = [(i, check) for i, check in enumerate(checker_for(policy).check(draft, sources_of(chunks), language, embeddings),
+                                                  start=1) if check["hard_failure"]]
+    if not hard:
+        return None
+    i, first = hard[0]
+    return (f"chat model answer failed the groundedness checks in {len(hard)} claim(s) (claim {i}: "
+            f"{first['reasons'][0][:160]})")
 
 
 @timed("compose")
@@ -271,6 +290,9 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
         if llm is not None and relevant:
             written, problem = llm_answer(llm, question, language, coverage, relevant,
                                           int(cfg.get("llm_max_tokens", 600)))
+            if written:
+                problem = draft_failures(written, chunks, language, policy, ctx)
+                written = None if problem else written
             if problem:
                 errors.append(f"compose: {problem}; extractive answer")
         if written:

@@ -77,7 +77,19 @@ def test_ask_stream_prints_the_tokens_then_the_verdict(llm_env, corpus, capsys):
     assert llm_env.requests_to(CHAT)[0]["json"]["stream"] is True
 
 
-def test_ask_stream_says_when_the_judge_blocked_what_was_streamed(llm_env, corpus, capsys):
+def test_ask_stream_says_when_the_streamed_draft_was_replaced(llm_env, corpus, capsys):
+    invented = f"As vendas do inverno 2025 cresceram 48,3% [{DOC}]."
+    llm_env.script(CHAT, Reply.chat(invented))
+    assert ask(corpus, "--stream") == 0
+    out = capsys.readouterr().out
+    assert out.startswith(invented) and "(the chat model's answer could not be used; the extractive answer:)" in out
+    assert "7,9%" in out.split("extractive answer:)")[1] and "verdict: OK" in out
+
+
+def test_ask_stream_says_when_the_judge_blocked_what_was_streamed(llm_env, corpus, capsys, monkeypatch):
+    from nodes import compose
+
+    monkeypatch.setattr(compose, "draft_failures", lambda *args: None)  # a draft the composer lets through
     invented = f"As vendas do inverno 2025 cresceram 48,3% [{DOC}]."
     llm_env.script(CHAT, Reply.chat(invented))
     assert ask(corpus, "--stream") == 0
