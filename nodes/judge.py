@@ -163,6 +163,9 @@ def parse_llm_verdict(text: str) -> Verdict:
             raise ValueError(f"scores.{key} must be a number between 0 and 1, got {value!r}")
         clean[key] = float(value)
     reasoning = data.get("reasoning") if isinstance(data.get("reasoning"), dict) else {}
+    if not any(str(reasoning.get(k, "")).strip() for k in clean) or any("<" in str(v) for v in reasoning.values()):
+        # A small model echoes the shape it was shown (all zeros, placeholder reasons): that is not a judgement.
+        raise ValueError("give a reason for each score, in your own words, not the placeholders")
     return Verdict(scores=clean, reasoning={k: str(reasoning.get(k, "")) for k in clean},
                    final_decision=str(data.get("final_decision", "")), checks=[], method="llm")
 

@@ -133,3 +133,14 @@ def test_bad_numeric_settings_name_the_variable(monkeypatch, name, value, messag
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=message):
         Context()
+
+
+@pytest.mark.parametrize("reply", [
+    '{"scores": {"quality": 0.0, "utility": 0.0, "groundedness": 0.0}, "reasoning": {}, "final_decision": "OK"}',
+    '{"scores": {"quality": 0.9, "utility": 0.9, "groundedness": 0.9}, "reasoning": {"quality": "<why, one sentence>",'
+    ' "utility": "<why, one sentence>", "groundedness": "<why, one sentence>"}, "final_decision": "OK"}',
+])
+def test_a_reply_that_echoes_the_shape_is_not_a_judgement(reply):
+    # a 1.5B model answered with the prompt's example object (all zeros), which BLOCKed grounded answers
+    with pytest.raises(ValueError, match="in your own words"):
+        parse_llm_verdict(reply)
