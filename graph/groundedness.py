@@ -120,6 +120,9 @@ def template_pattern(template: str) -> re.Pattern[str]:
 # --- claims ----------------------------------------------------------------------------------
 
 
+_CURRENCY = re.compile(r"(?:R|US|A|C)?\$|€|£")
+
+
 def split_claims(answer: str) -> list[str]:
     """Sentences of the answer (each list item on its own), clauses at ";" split further. A citation
     that closes a sentence covers all of its clauses."""
@@ -385,6 +388,37 @@ class GroundednessChecker:
                 "hard_failure": hard, "supported": not reasons, "reasons": reasons,
             })
         return checks
+
+    def values_out_of_context(self, answer: str, sources: Sequence[Source], language: str,
+                              floor: float) -> list[tuple[int, str]]:
+        """(claim number, value) for each value found in its cited chunks only in sentences about
+        something else: "the average salary is R$ 1,85 [d]" when R$ 1,85 is d's CPC. A value's context
+        is the claim's other content words; the best cited sentence holding the value must share at
+        least `floor` of them. Claims with fewer than three such words are not judged."""
+        cited_anywhere = set(citations_in(answer))
+        holders: dict[str, list[tuple[set[float], frozenset[int]]]] = {}
+        for src in sources:
+            if src.doc_id in cited_anywhere:
+                for sentence in split_sentences(src.text):
+                    readings: set[float] = set()
+                    for _, r in extract_values(sentence):
+                        readings |= r
+                    if readings:
+                        holders.setdefault(src.doc_id, []).append((readings, self.analyzer.terms(sentence, language)))
+        found: list[tuple[int, str]] = []
+        for number, claim in enumerate(split_claims(answer), start=1):
+            text = strip_citations(claim)
+            values = extract_values(text)
+            masked = _mask(text, [(m.start(), m.end()) for surface, _ in values for m in re.finditer(re.escape(surface), text)])
+            context = self.analyzer.terms(_CURRENCY.sub(" ", masked), language)  # "R$" says nothing of what is measured
+            if not values or len(context) < 3:
+                continue
+            for surface, readings in values:
+                shares = [len(context & terms) / len(context) for c in citations_in(claim)
+                          for pool, terms in holders.get(c, []) if value_supported(readings, pool)]
+                if shares and max(shares) < floor:
+                    found.append((number, surface))
+        return found
 
     def _lexical(self, terms: frozenset[int], known: list[str], docs: dict[str, _Doc]) -> tuple[float, str, str]:
         """Share of the claim's terms in the cited documents, and the cited sentence that shares most."""

@@ -216,6 +216,8 @@ def validate_policy(raw: Any, path: str) -> Policy:
     max_tokens = raw["compose"].get("llm_max_tokens", 600)
     _require(_is_int(max_tokens) and 16 <= max_tokens <= 32_000, path,
              "compose.llm_max_tokens must be an integer between 16 and 32000")
+    floor = raw["compose"].get("draft_value_context_floor", 0.3)
+    _require(_is_number(floor) and 0 <= floor <= 1, path, "compose.draft_value_context_floor must be a number between 0 and 1")
     turns = (raw.get("memory") or {}).get("history_turns", 5)
     _require(_is_int(turns) and 0 <= turns <= 100, path,
              "memory.history_turns must be an integer between 0 and 100")

@@ -250,3 +250,17 @@ def test_each_text_is_read_with_its_own_languages_negations(policy):
     v = verdict(policy, "A temporada de inverno 2025 não gerou receita de R$ 118,4 milhões [d1].", sources=src,
                 language="pt")
     assert v["checks"][0]["negation_flip"] and v["final_decision"] == "BLOCK"
+
+
+def test_a_real_value_said_of_something_else_is_out_of_context(policy):
+    from nodes.judge import checker_for
+
+    src = [Source("d1", "A campanha gerou R$ 1,73 milhão em receita (ROAS 4,2), com CTR de 3,4% e CPC médio de R$ 1,85.")]
+    checker = checker_for(policy)
+    misattributed = "O salário médio dos vendedores das lojas é de R$ 1,85 [d1]."
+    assert checker.values_out_of_context(misattributed, src, "pt", 0.3) == [(1, "1,85")]
+    # the presence checks alone let it through: the value is in the cited chunk
+    assert not any(c["unsupported_values"] for c in checker.check(misattributed, src, "pt"))
+    for faithful in ("O CPC médio da campanha foi de R$ 1,85 [d1].", "A campanha teve CPC de R$ 1,85 e CTR de 3,4% [d1].",
+                     "O ROAS foi 4,2 [d1]."):  # too little context to judge: skipped
+        assert checker.values_out_of_context(faithful, src, "pt", 0.3) == [], faithful

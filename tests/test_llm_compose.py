@@ -186,3 +186,13 @@ def test_a_superseded_version_is_explained_after_the_llm_answer(monkeypatch, cor
     assert "[pb-2025]" not in llm.seen[0][1].content  # the superseded version is not offered to the model
     first, note = out["answer"].split("\n\n")
     assert first == "O playbook recomenda 15% de desconto [pb-2026]." and "pb-2025" in note and "pb-2026" in note
+
+
+def test_a_real_value_put_in_the_wrong_context_gives_the_extractive_answer(llm_env, graph, corpus):
+    # found by bench/llm_paths.py: "o salário médio … é de R$ 1,85" where R$ 1,85 is the document's CPC
+    draft = "A receita bruta do inverno 2025 foi de 26,9% das vendas de inverno 2024 [acme-bi-2025-inverno-sales]."
+    llm_env.script(CHAT, Reply.chat(draft))
+    state = graph.invoke({"question": QUESTION}, context=context(corpus))
+    (error,) = [e for e in state["errors"] if e.startswith("compose:")]
+    assert "puts 26,9% (claim 1) in a context its cited sentences do not give it" in error, error
+    assert draft not in state["answer"] and "7,9%" in state["answer"]
