@@ -94,7 +94,9 @@ def aspect_relevance(hits: dict[str, dict], question: str, candidates: list[Chun
     first few chunks, not by the fiftieth."""
     keys = [k for k in sorted(hits) if hits[k]["kind"] == "scoped" or
             (hits[k]["kind"] == "sub_query" and hits[k]["sub_query"] != question)]
-    row = {c["id"]: i for i, c in enumerate(candidates)}
+    # By point id: the hits name chunks by it, and a chunk fetched early (for a provider reranker) has
+    # already been renamed "<docId>#<chunk index>".
+    row = {c["pointId"]: i for i, c in enumerate(candidates)}
     rel = np.zeros((len(candidates), len(keys)), dtype=np.float64)
     for j, key in enumerate(keys):
         result = hits[key]

@@ -71,3 +71,18 @@ def test_a_failing_reranker_falls_back_to_the_embedded_one(cohere_env, graph, co
     state = run(graph, corpus, provider_timeout_s=0.5)
     assert [c["id"] for c in state["reranked"]] == [c["id"] for c in baseline["reranked"]]
     assert len(state["errors"]) == 1 and state["errors"][0].startswith("rerank: cohere/rerank-v3.5 failed")
+
+
+def test_a_split_question_is_still_diversified_after_the_model_reranks(cohere_env, graph, corpus, monkeypatch):
+    # The model reranks fetched (renamed) chunks: the parts of the question must still be found for them.
+    from nodes import rerank
+
+    seen = []
+    diversify = rerank.diversify
+    monkeypatch.setattr(rerank, "diversify", lambda ranked, aspects, *a: seen.append(aspects) or diversify(ranked, aspects, *a))
+    question = "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"
+    graph.invoke({"question": question}, context=corpus.context("acme"))
+    graph.invoke({"question": question}, context=corpus.context("acme", rerank_model="cohere/rerank-v3.5", provider_retries=0))
+    embedded, provider = seen
+    assert embedded.shape[1] >= 2 and embedded.sum() > 0
+    assert provider.shape[1] == embedded.shape[1] and provider.sum() > 0
