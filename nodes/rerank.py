@@ -137,10 +137,12 @@ def diversify(ranked: list[Chunk], aspects: np.ndarray, weight: float, n: int) -
 
 def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex) -> list[Chunk]:
     """Name each chunk and give it its text and metadata (one engine call per collection, gated);
-    a chunk whose payload is gone (re-ingested or re-gated since the search) is dropped."""
+    a chunk whose payload is gone (re-ingested or re-gated since the search) is dropped, one that
+    already has its text keeps it."""
     by_collection: dict[str, list[str]] = {}
     for c in chunks:
-        by_collection.setdefault(c["collection"], []).append(c["pointId"])
+        if "content" not in c:  # a chunk fetched already (for a provider reranker) is not read twice
+            by_collection.setdefault(c["collection"], []).append(c["pointId"])
     payloads: dict[str, dict] = {}
     for collection, point_ids in by_collection.items():
         payloads.update(index.fetch(collection, tenant, point_ids))
@@ -148,6 +150,8 @@ def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex) -> list[Ch
     for c in chunks:
         p = payloads.get(c["pointId"])
         if p is None:
+            if "content" in c:
+                out.append(c)
             continue
         c.update(id=f"{p.get('docId')}#{p.get('chunk_index', 0)}", docId=p.get("docId", ""),
                  assetId=p.get("assetId") or p.get("docId", ""), assetName=p.get("assetName") or p.get("docId", ""),
@@ -196,7 +200,6 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     if ctx.rerank:
         ranked, errors = provider_rerank(ctx, state["question"], ranked, boosts,
                                          int(cfg.get("provider_candidates", 25)))
-    if ctx.rerank:
         diversity = cfg.get("diversity") or {}
         aspects = aspect_relevance(state.get("hits") or {}, state["question"], ranked,
                                    float(diversity.get("rank_decay", 2.0)))

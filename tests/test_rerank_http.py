@@ -86,3 +86,15 @@ def test_a_split_question_is_still_diversified_after_the_model_reranks(cohere_en
     embedded, provider = seen
     assert embedded.shape[1] >= 2 and embedded.sum() > 0
     assert provider.shape[1] == embedded.shape[1] and provider.sum() > 0
+
+
+def test_the_texts_the_model_read_are_not_fetched_again(cohere_env, graph, corpus, monkeypatch):
+    from graph.vectorstore import EdgeVectorIndex
+
+    fetched = []
+    fetch = EdgeVectorIndex.fetch
+    monkeypatch.setattr(EdgeVectorIndex, "fetch",
+                        lambda self, coll, tenant, ids, fields=None: fetched.append(len(ids)) or fetch(self, coll, tenant, ids, fields))
+    state = run(graph, corpus)
+    assert len(fetched) == 1 and fetched[0] == len(cohere_env.requests_to(RERANK)[0]["json"]["documents"])
+    assert state["reranked"] and all(c["content"] for c in state["reranked"])
