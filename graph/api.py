@@ -78,8 +78,8 @@ class Ragate:
                 final = item
                 continue
             message, meta = item
-            if meta.get("langgraph_node") == "compose" and isinstance(message.content, str) and message.content:
-                yield "token", message.content
+            if meta.get("langgraph_node") == "compose" and message.text:
+                yield "token", message.text
         yield "output", to_output(final)
 
     def ask(self, question: str, **kwargs: Any) -> dict[str, Any]:

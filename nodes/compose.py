@@ -192,13 +192,6 @@ def build_suggestions(language: str, rag: dict, chunks: list[Chunk], missing: li
 _THINKING = re.compile(r"<think>.*?(?:</think>|$)", re.S | re.I)
 
 
-def _text_of(message_chunk: Any) -> str:
-    content = message_chunk.content
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content or [])
-
-
 def _documents_block(chunks: list[Chunk]) -> str:
     return "\n\n".join(f"Document [{c['docId']}]:\n{c['content']}" for c in chunks)
 
@@ -218,7 +211,7 @@ def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: li
                     language_name=language_name))]
     try:
         # .stream, not .invoke: each token is an on_llm_new_token event that stream_mode="messages" forwards.
-        text = "".join(_text_of(part) for part in llm.bind(max_tokens=max_tokens).stream(messages))
+        text = "".join(part.text for part in llm.bind(max_tokens=max_tokens).stream(messages))
     except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
         return None, f"chat model failed ({type(exc).__name__}: {str(exc)[:200]})"
     answer = _THINKING.sub("", text).strip()
