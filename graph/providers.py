@@ -64,6 +64,11 @@ def json_reply(text: Any) -> Any:
         raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos})") from None
 
 
+def failure_reason(exc: BaseException) -> str:
+    """How a failed provider call is told in `errors`: the exception's type and the start of its message."""
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
 def env_required(name: str, setting: str, spec: str,
                  hint: str = "any non-empty value for a local server that ignores keys") -> str:
     value = os.environ.get(name, "").strip()

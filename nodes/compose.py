@@ -27,7 +27,7 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.policy import load_policy
 from graph.prompts import llm_prompt, phrase, phrases
-from graph.providers import ProviderError, chat_model
+from graph.providers import ProviderError, chat_model, failure_reason
 from graph.resources import embeddings_for, get_analyzer
 from graph.state import Chunk, State
 from graph.text import Analyzer, citations_in, split_sentences
@@ -213,7 +213,7 @@ def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: li
         # .stream, not .invoke: each token is an on_llm_new_token event that stream_mode="messages" forwards.
         text = "".join(part.text for part in llm.bind(max_tokens=max_tokens).stream(messages))
     except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
-        return None, f"chat model failed ({type(exc).__name__}: {str(exc)[:200]})"
+        return None, f"chat model failed ({failure_reason(exc)})"
     answer = _THINKING.sub("", text).strip()
     retrieved = {c["docId"] for c in chunks}
     cited = citations_in(answer)

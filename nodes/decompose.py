@@ -21,7 +21,7 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.policy import Policy, load_policy
 from graph.prompts import llm_prompt
-from graph.providers import chat_model, json_reply
+from graph.providers import chat_model, failure_reason, json_reply
 from graph.resources import get_resources
 from graph.state import State
 from graph.text import count_phrases, detect_language, find_dates, fold, words
@@ -314,7 +314,7 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
                     info.update(decomposed=True, method="llm")
                     return {"sub_queries": sub_queries, "decomposition": info}
             except Exception as exc:  # the rules below are the fallback, and the reason is kept
-                info["llm_error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                info["llm_error"] = failure_reason(exc)
                 errors.append(f"decompose: chat model unusable ({info['llm_error']}); rule-based split")
             sub_queries = split_question(question, policy, language, [v for vs in named.values() for v in vs])
     except Exception as exc:  # any failure (policy, engine, splitter): the original question stands

@@ -21,7 +21,7 @@ from graph.context import Context
 from graph.groundedness import GroundednessChecker, Lexicons, Source, Thresholds, groundedness_score
 from graph.policy import Policy, load_policy
 from graph.prompts import all_templates, llm_prompt
-from graph.providers import ProviderError, chat_model, json_reply
+from graph.providers import ProviderError, chat_model, failure_reason, json_reply
 from graph.resources import embeddings_for, get_analyzer
 from graph.state import Chunk, State, Verdict
 from graph.text import citations_in, detect_language, extract_values, has_any_phrase, split_sentences, strip_citations
@@ -187,7 +187,7 @@ def llm_verdict(llm: Any, state: State) -> tuple[Verdict | None, list[str]]:
             # Tagged "nostream": the verdict JSON is not answer text for stream_mode="messages".
             reply = llm.invoke(messages, config={"tags": [TAG_NOSTREAM]})
         except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
-            return None, notes + [f"judge: chat model failed ({type(exc).__name__}: {str(exc)[:200]}); deterministic verdict"]
+            return None, notes + [f"judge: chat model failed ({failure_reason(exc)}); deterministic verdict"]
         try:
             return parse_llm_verdict(reply.content), notes
         except ValueError as exc:

@@ -24,7 +24,7 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.policy import load_policy
-from graph.providers import reranker
+from graph.providers import failure_reason, reranker
 from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, State
 from graph.vectorstore import VectorIndex
@@ -227,7 +227,7 @@ def provider_rerank(ctx: Context, question: str, ranked: list[Chunk], boosts: di
         if not scores or any(not 0 <= i < len(head) for i in scores):
             raise ValueError(f"unusable reply: {len(scores)} results for {len(head)} documents")
     except Exception as exc:
-        return ranked, [f"rerank: {ctx.rerank_model} failed ({type(exc).__name__}: {str(exc)[:200]}); "
+        return ranked, [f"rerank: {ctx.rerank_model} failed ({failure_reason(exc)}); "
                         "ragate's own reranker used"]
     for i, chunk in enumerate(head):
         # A document the model left out of its results ranks below every one it scored.

@@ -20,6 +20,7 @@ from langgraph.types import Send
 
 from graph.context import Context
 from graph.policy import load_policy
+from graph.providers import failure_reason
 from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, RetrieveTask, SearchResult, State
 from graph.vectorstore import SearchHit, TenantRequiredError
@@ -159,4 +160,4 @@ def _embed(embeddings, question: str, sub_query: str) -> tuple[list[float] | Non
         question_vector = embeddings.embed_query(question)
         return question_vector, (question_vector if sub_query == question else embeddings.embed_query(sub_query)), None
     except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
-        return None, None, f"embeddings unavailable ({type(exc).__name__}: {str(exc)[:200]}); lexical search only"
+        return None, None, f"embeddings unavailable ({failure_reason(exc)}); lexical search only"
