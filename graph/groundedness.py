@@ -36,6 +36,7 @@ from graph.text import (
     fold,
     split_sentences,
     strip_citations,
+    value_pool,
     value_supported,
 )
 
@@ -298,10 +299,7 @@ class GroundednessChecker:
         docs: dict[str, _Doc] = {}
         for doc_id, members in grouped.items():
             text = "\n".join(s.text for s in members)
-            values: set[float] = set()
-            for _, readings in extract_values(text):
-                values |= readings
-            values |= {v for _, v in spelled_numbers(text, numbers)}
+            values = value_pool([text]) | {v for _, v in spelled_numbers(text, numbers)}
             # Clauses, as the answer's claims are split: a claim restating one clause of a
             # sentence is compared with that clause, not with a negation in the other one.
             sentences = [(clause, self.analyzer.terms(clause, language), s.chunk_id or s.doc_id)
@@ -400,18 +398,17 @@ class GroundednessChecker:
         for src in sources:
             if src.doc_id in cited_anywhere:
                 for sentence in split_sentences(src.text):
-                    readings: set[float] = set()
-                    for _, r in extract_values(sentence):
-                        readings |= r
-                    if readings:
+                    if readings := value_pool([sentence]):
                         holders.setdefault(src.doc_id, []).append((readings, self.analyzer.terms(sentence, language)))
         found: list[tuple[int, str]] = []
         for number, claim in enumerate(split_claims(answer), start=1):
             text = strip_citations(claim)
             values = extract_values(text)
+            if not values:
+                continue
             masked = _mask(text, [(m.start(), m.end()) for surface, _ in values for m in re.finditer(re.escape(surface), text)])
             context = self.analyzer.terms(_CURRENCY.sub(" ", masked), language)  # "R$" says nothing of what is measured
-            if not values or len(context) < 3:
+            if len(context) < 3:
                 continue
             for surface, readings in values:
                 shares = [len(context & terms) / len(context) for c in citations_in(claim)
