@@ -24,6 +24,11 @@ DEMO_QUESTIONS = [
 ]
 
 
+# Numeric flags, checked by Context's own validation (main) before they override it (_context).
+NUMBER_FLAGS = {"chunk_tokens": "--chunk-tokens", "overlap_tokens": "--overlap-tokens",
+                "provider_timeout_s": "--provider-timeout", "provider_retries": "--provider-retries"}
+
+
 def _context(args: argparse.Namespace):
     from graph.context import Context
 
@@ -37,16 +42,13 @@ def _context(args: argparse.Namespace):
         value = getattr(args, name, None)
         if value:
             setattr(ctx, name, value)
-    for name in ("provider_timeout_s", "provider_retries"):
-        if getattr(args, name, None) is not None:
-            setattr(ctx, name, getattr(args, name))
     if getattr(args, "collection", None):
         ctx.collections = list(args.collection)
     if getattr(args, "k", None):
         ctx.k = args.k
     if getattr(args, "top_n", None):
         ctx.top_n = args.top_n
-    for name in ("chunk_tokens", "overlap_tokens"):
+    for name in NUMBER_FLAGS:
         if getattr(args, name, None) is not None:
             setattr(ctx, name, getattr(args, name))  # validated in main
     return ctx
@@ -56,18 +58,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--home", help="data folder (default: $RAGATE_HOME or ./.ragate)")
     _policy_and_model_flags(p)
     _provider_flags(p)
-
-
-def _positive(kind: type):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
-        return value
-    return parse
 
 
 def _provider_flags(p: argparse.ArgumentParser) -> None:
@@ -83,9 +73,9 @@ def _provider_flags(p: argparse.ArgumentParser) -> None:
                         "(default: $RAGATE_VECTOR_STORE or embedded)")
     p.add_argument("--memory-url", dest="memory_url",
                    help="postgresql:// URL for memory, feedback and threads (default: $RAGATE_MEMORY_URL or SQLite under --home)")
-    p.add_argument("--provider-timeout", dest="provider_timeout_s", type=_positive(float),
+    p.add_argument("--provider-timeout", dest="provider_timeout_s", type=float,
                    help="seconds a provider call may take (default: $RAGATE_PROVIDER_TIMEOUT or 30)")
-    p.add_argument("--provider-retries", dest="provider_retries", type=_positive(int),
+    p.add_argument("--provider-retries", dest="provider_retries", type=int,
                    help="retries of a failed provider call (default: $RAGATE_PROVIDER_RETRIES or 1)")
 
 
@@ -182,9 +172,8 @@ def _request_log(ctx) -> None:
 def _ragate(ctx, prefix: str):
     """The API object, or None after printing why a provider or the memory backend cannot be used."""
     from graph.api import Ragate
-    from graph.providers import ProviderError
     from graph.persistence import PersistenceError
-    from graph.providers import check_providers
+    from graph.providers import ProviderError, check_providers
 
     try:
         check_providers(ctx)  # a misconfigured provider fails here, in one line, not mid-request
@@ -452,14 +441,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    chunking = {n: getattr(args, n) for n in ("chunk_tokens", "overlap_tokens") if getattr(args, n, None) is not None}
-    if chunking:
+    numbers = {n: getattr(args, n) for n in NUMBER_FLAGS if getattr(args, n, None) is not None}
+    if numbers:
         from graph.context import Context
 
         try:
-            Context(**chunking)  # a chunking that cannot work is a usage error, before anything is read
+            Context(**numbers)  # a number the run cannot work with is a usage error, before anything is read
         except ValueError as exc:
-            parser.error(str(exc))
+            parser.error(f"{', '.join(NUMBER_FLAGS[n] for n in numbers)}: {exc}")
     return args.func(args)
 
 

@@ -46,7 +46,9 @@ def test_a_misconfigured_provider_stops_ask_and_ingest_in_one_line(corpus, capsy
         assert message in err and len(err.splitlines()) == 1, err
 
 
-@pytest.mark.parametrize("flag, value", [("--provider-timeout", "-1"), ("--provider-retries", "two")])
+@pytest.mark.parametrize("flag, value", [("--provider-timeout", "-1"), ("--provider-retries", "two"),
+                                         ("--provider-timeout", "0"), ("--provider-timeout", "601"),
+                                         ("--provider-retries", "50")])
 def test_bad_numbers_are_refused_by_the_parser(capsys, flag, value):
     with pytest.raises(SystemExit) as exit_:
         main(["ask", "q", "--tenant", "acme", flag, value])
