@@ -73,7 +73,8 @@ class Context:
     chat_model: str = field(
         default_factory=lambda: _env("RAGATE_CHAT_MODEL", "none"),
         metadata={"description": "Chat model as 'provider/model' (openai/<model>: any OpenAI-compatible server via "
-                                 "OPENAI_BASE_URL) for the LLM judge; 'none': the deterministic paths."},
+                                 "OPENAI_BASE_URL) for the composer, decomposer and judge; 'none': the deterministic "
+                                 "paths."},
     )
     rerank_model: str = field(
         default_factory=lambda: _env("RAGATE_RERANK_MODEL", "none"),

@@ -12,6 +12,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """Base request handler: one request per connection, no log lines; `self.server.owner` is the
+    `LocalHTTPServer`."""
+
+    # HTTP/1.0: one request per connection, so no idle keep-alive threads linger at shutdown.
+    protocol_version = "HTTP/1.0"
+    timeout = 10  # a connection that never sends its request does not hold a thread forever
+    server: OwnedHTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 class OwnedHTTPServer(ThreadingHTTPServer):
     """A threading server whose handlers reach the `LocalHTTPServer` that runs it as `self.server.owner`."""
 

@@ -66,7 +66,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler
 from typing import Any, NamedTuple, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -74,7 +73,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from qdrant_client import QdrantClient
 from qdrant_client.http import models
 
-from local_http_server import LocalHTTPServer, OwnedHTTPServer
+from local_http_server import LocalHTTPServer, QuietHandler
 
 # Index types a real server can facet on (its "map" indexes) and order by (its "range" indexes).
 _FACET_INDEX_TYPES = {models.PayloadSchemaType.KEYWORD, models.PayloadSchemaType.INTEGER,
@@ -338,15 +337,8 @@ def _phrase(status: int) -> str:
         return "Error"
 
 
-class _RequestHandler(BaseHTTPRequestHandler):
-    # HTTP/1.0: one request per connection, so no idle keep-alive threads linger at shutdown.
-    protocol_version = "HTTP/1.0"
+class _RequestHandler(QuietHandler):
     server_version = "QdrantTestServer/1.0"
-    timeout = 10  # a connection that never sends its request does not hold a thread forever
-    server: OwnedHTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def _serve(self) -> None:
         owner = self.server.owner

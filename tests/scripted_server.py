@@ -52,11 +52,10 @@ import struct
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from http.server import BaseHTTPRequestHandler
 from typing import Any, Self
 from urllib.parse import urlsplit
 
-from local_http_server import LocalHTTPServer, OwnedHTTPServer
+from local_http_server import LocalHTTPServer, QuietHandler
 
 CHAT_PATH = "/v1/chat/completions"
 EMBEDDINGS_PATH = "/v1/embeddings"
@@ -338,15 +337,8 @@ def _default_factories() -> dict[str, Callable[[dict | None], Reply]]:
     }
 
 
-class _Handler(BaseHTTPRequestHandler):
-    # HTTP/1.0: one request per connection, so no idle keep-alive threads linger at shutdown.
-    protocol_version = "HTTP/1.0"
+class _Handler(QuietHandler):
     server_version = "ScriptedServer/1.0"
-    timeout = 10  # a connection that never sends its request does not hold a thread forever
-    server: OwnedHTTPServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
     def _serve(self) -> None:
         owner = self.server.owner
