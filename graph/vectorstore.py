@@ -77,6 +77,21 @@ class CollectionError(ValueError):
     """A collection is missing or was built with a different embedding model."""
 
 
+def check_collection_name(collection: str) -> None:
+    if not collection or "/" in collection or collection.startswith("."):
+        raise CollectionError(f"invalid collection name '{collection}'")
+
+
+def check_same_model(collection: str, manifest: dict[str, Any], embedding_model: str, dimensions: int) -> None:
+    """A collection answers only queries embedded by the model it was built with."""
+    if manifest["embedding_model"] != embedding_model or manifest["dimensions"] != dimensions:
+        raise CollectionError(
+            f"collection '{collection}' was built with {manifest['embedding_model']} "
+            f"({manifest['dimensions']} dims), not {embedding_model} ({dimensions} dims); "
+            "use another collection or re-ingest into a new one"
+        )
+
+
 def point_id(tenant: str, doc_id: str, chunk_index: int) -> int:
     """Stable point id: 63 bits of a hash of tenant, document and chunk, so two tenants' documents
     with the same id never collide. Integers, not UUIDs: the engine hands every UUID back as a new
@@ -209,18 +224,12 @@ class EdgeVectorIndex:
             return shard
 
     def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None:
-        if not collection or "/" in collection or collection.startswith("."):
-            raise CollectionError(f"invalid collection name '{collection}'")
+        check_collection_name(collection)
         with self._lock:
             manifest = self.manifest(collection)
             if manifest is not None:
                 self._shard(collection)  # refuses another schema
-                if manifest["embedding_model"] != embedding_model or manifest["dimensions"] != dimensions:
-                    raise CollectionError(
-                        f"collection '{collection}' was built with {manifest['embedding_model']} "
-                        f"({manifest['dimensions']} dims), not {embedding_model} ({dimensions} dims); "
-                        "use another collection or re-ingest into a new one"
-                    )
+                check_same_model(collection, manifest, embedding_model, dimensions)
                 return
             shard_dir = self.root / collection / "shard"
             shard_dir.mkdir(parents=True, exist_ok=True)

@@ -35,6 +35,8 @@ from graph.vectorstore import (
     ChunkRecord,
     CollectionError,
     TenantRequiredError,
+    check_collection_name,
+    check_same_model,
     gate_fields,
     hit_features,
     payload_passes_gates,
@@ -103,8 +105,7 @@ class QdrantServerIndex:
 
     def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None:
         m = _models()
-        if not collection or "/" in collection or collection.startswith("."):
-            raise CollectionError(f"invalid collection name '{collection}'")
+        check_collection_name(collection)
         with self._lock:
             manifest = self.manifest(collection)
             if manifest is None:
@@ -124,10 +125,7 @@ class QdrantServerIndex:
                 else:
                     self._create_indexes(collection)
                     self._manifests[collection] = manifest
-            if manifest["embedding_model"] != embedding_model or manifest["dimensions"] != dimensions:
-                raise CollectionError(
-                    f"collection '{collection}' was built with {manifest['embedding_model']} ({manifest['dimensions']} "
-                    f"dims), not {embedding_model} ({dimensions} dims); use another collection or re-ingest into a new one")
+            check_same_model(collection, manifest, embedding_model, dimensions)
 
     def _create_indexes(self, collection: str) -> None:
         m = _models()
