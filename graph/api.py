@@ -19,6 +19,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from langchain_core.runnables.config import var_child_runnable_config
+
 from graph.context import Context
 from graph.feedback import record_feedback
 from graph.graph import compile_graph
@@ -29,6 +31,31 @@ from graph.persistence import open_checkpointer, open_store
 def open_memory_store(ctx: Context):
     """The LangGraph store of `ctx`: SQLite under `home` or PostgreSQL at `memory_url`."""
     return open_store(ctx.home_path, ctx.memory_url)
+
+
+def memory_store_from_env():
+    """The LangGraph server's store (langgraph.json `store`): the same one ragate's own routes and
+    CLI use (RAGATE_HOME / RAGATE_MEMORY_URL), so memory, request records and feedback of runs made
+    through /runs, /mcp and /api/chat live in one place."""
+    return open_memory_store(Context())
+
+
+# Where LangGraph keeps a run's store and runtime in a config's `configurable`.
+_STORE_KEYS = ("__pregel_runtime", "__pregel_store")
+
+
+def _drop_ambient_store() -> None:
+    """Keep this Ragate's own store for the run about to start. LangGraph merges an ambient parent
+    config (a context variable) into every run, and the LangGraph server sets one, holding its own
+    in-memory store, around every request its custom routes serve: without this, /api/chat's
+    memory, request records and feedback would land there instead of in ragate's store. The rest of
+    the parent config (callbacks, tracing, tags) is kept. The change lives in the caller's context:
+    a worker thread's copy for a server's request, the calling frame's context otherwise."""
+    parent = var_child_runnable_config.get()
+    configurable = (parent or {}).get("configurable") or {}
+    if any(key in configurable for key in _STORE_KEYS):
+        kept = {k: v for k, v in configurable.items() if k not in _STORE_KEYS}
+        var_child_runnable_config.set({**parent, "configurable": kept})
 
 
 class Ragate:
@@ -65,6 +92,7 @@ class Ragate:
         history; without one the question stands alone and nothing is checkpointed. Keywords: intent,
         entity, request_id, history, thread_id, context."""
         graph, payload, config, ctx = self._run(question, **kwargs)
+        _drop_ambient_store()
         return graph.invoke(payload, config=config or None, context=ctx)
 
     def stream(self, question: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
@@ -72,6 +100,7 @@ class Ragate:
         then ("output", the output contract). The tokens are a preview: the output's `answer` is the
         judged one (a BLOCK verdict replaces it with the safe response)."""
         graph, payload, config, ctx = self._run(question, **kwargs)
+        _drop_ambient_store()
         final: dict[str, Any] = {}
         for mode, item in graph.stream(payload, config=config or None, context=ctx, stream_mode=["messages", "values"]):
             if mode == "values":

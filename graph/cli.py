@@ -1,4 +1,4 @@
-"""The `ragate` command line: ingest, ask, feedback, demo, graph, eval retrieval / answers / groundedness.
+"""The `ragate` command line: ingest, ask, feedback, demo, serve, graph, eval retrieval / answers / groundedness.
 
 Settings follow the Context: flags win over environment variables (`RAGATE_HOME`,
 `RAGATE_POLICY`, `RAGATE_EMBEDDING_MODEL`, `RAGATE_TENANT`), which win over defaults.
@@ -241,6 +241,76 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# The server's settings travel to it as the environment variables Context reads.
+SERVE_ENV = {"home": "RAGATE_HOME", "policy_path": "RAGATE_POLICY", "embedding_model": "RAGATE_EMBEDDING_MODEL",
+             "chat_model": "RAGATE_CHAT_MODEL", "rerank_model": "RAGATE_RERANK_MODEL", "vector_store": "RAGATE_VECTOR_STORE",
+             "memory_url": "RAGATE_MEMORY_URL", "provider_timeout_s": "RAGATE_PROVIDER_TIMEOUT",
+             "provider_retries": "RAGATE_PROVIDER_RETRIES"}
+# Offline by default: no analytics, no version check, no LangSmith tracing (unless the user set them).
+SERVE_OFFLINE_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
+LANGGRAPH_JSON = Path(__file__).resolve().parent.parent / "langgraph.json"
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Start the LangGraph server (`langgraph dev`) with ragate's graph, routes, keys and store."""
+    import importlib.util
+    import os
+
+    from graph.tenancy import KeyConfigError, KeyRing, LOCAL_DEV_SETTING
+
+    if importlib.util.find_spec("langgraph_cli") is None or importlib.util.find_spec("langgraph_api") is None:
+        print("ragate serve: the LangGraph server is not installed: pip install -e '.[serve]' (or make serve)", file=sys.stderr)
+        return 2
+    if not LANGGRAPH_JSON.is_file():
+        print(f"ragate serve: {LANGGRAPH_JSON} not found: run it from a clone of ragate", file=sys.stderr)
+        return 2
+    env = dict(os.environ)
+    for name, var in SERVE_ENV.items():
+        if getattr(args, name, None) is not None:
+            env[var] = str(getattr(args, name))
+    for var, value in SERVE_OFFLINE_ENV.items():
+        env.setdefault(var, value)
+    if args.local_dev:
+        env[LOCAL_DEV_SETTING] = "1"
+    try:
+        keys = KeyRing(env)
+    except KeyConfigError as exc:
+        print(f"ragate serve: {exc}", file=sys.stderr)
+        return 2
+    if not keys.configured and not keys.local_dev:
+        print("ragate serve: no API keys: set RAGATE_API_KEYS='key:tenant,...' or RAGATE_API_KEYS_FILE, "
+              "or pass --local-dev to serve requests without keys (your machine only)", file=sys.stderr)
+        return 2
+    if args.samples:
+        from graph.ingest import ingest_path
+
+        os.environ.update({k: v for k, v in env.items() if k.startswith("RAGATE_")})
+        ctx = _context(args)
+        for tenant in ("acme", "globex"):
+            report = ingest_path(SAMPLES / tenant, collection="documents", tenant=tenant, context=ctx, progress=False)
+            print(f"ingested samples/{tenant}: {report.documents_written} written, {report.documents_unchanged} unchanged")
+        from graph.vectorstore import close_all
+
+        close_all()  # the server opens the embedded engine's folder itself: one opener per folder
+    base = f"http://{args.host}:{args.port}"
+    print(f"ragate serve: LangGraph API   {base}   (docs {base}/docs)\n"
+          f"              Studio          https://smith.langchain.com/studio/?baseUrl={base}\n"
+          f"              question page   {base}/\n"
+          f"              MCP endpoint    {base}/mcp\n"
+          f"              credentials     {'none needed: local development mode' if keys.local_dev else 'Authorization: Bearer <key>'}",
+          flush=True)
+    argv = [sys.executable, "-m", "langgraph_cli", "dev", "--config", str(LANGGRAPH_JSON), "--host", args.host,
+            "--port", str(args.port), "--no-browser"]
+    if not args.reload:
+        argv.append("--no-reload")
+    # The dev server keeps its threads and runs in ./.langgraph_api: run it from the data folder, so
+    # they live beside ragate's own data, not in the source tree.
+    home = Path(env.get("RAGATE_HOME") or ".ragate").expanduser().resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    os.chdir(home)
+    os.execve(sys.executable, argv, env)  # the server takes this process (and its pid) over
+
+
 def cmd_graph(args: argparse.Namespace) -> int:
     from graph.graph import graph
 
@@ -399,6 +469,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true")
     _common(p)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("serve", help="serve the graph, /api/chat, the question page and MCP (LangGraph server)")
+    p.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1, this machine only)")
+    p.add_argument("--port", type=int, default=2024, help="port (default: 2024)")
+    p.add_argument("--local-dev", dest="local_dev", action="store_true",
+                   help="serve requests without API keys (as the tenant they name, or $RAGATE_TENANT): your machine only")
+    p.add_argument("--samples", action="store_true", help="ingest the bundled sample documents first")
+    p.add_argument("--reload", action="store_true", help="restart when the code changes (development)")
+    _common(p)
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("graph", help="print the graph as a Mermaid diagram")
     p.set_defaults(func=cmd_graph)

@@ -143,6 +143,12 @@ class Context:
     )
 
     def __post_init__(self) -> None:
+        self._check_types()
+        for name, low in (("k", 1), ("top_n", 1), ("max_context_chars", 1), ("current_year", 1900)):
+            if getattr(self, name) is not None and getattr(self, name) < low:
+                raise ValueError(f"{name} must be at least {low}, not {getattr(self, name)}")
+        if self.min_score is not None and not 0 <= self.min_score <= 1:
+            raise ValueError(f"min_score must be between 0 and 1, not {self.min_score}")
         if self.retrieval_mode not in RETRIEVAL_MODES:
             raise ValueError(f"retrieval_mode must be one of {', '.join(RETRIEVAL_MODES)}, not {self.retrieval_mode!r}")
         if not 0 < self.provider_timeout_s <= 600:
@@ -154,6 +160,24 @@ class Context:
         if not 0 <= self.overlap_tokens < self.chunk_tokens // 2:
             raise ValueError(f"overlap_tokens must be at least 0 and under half of chunk_tokens, not {self.overlap_tokens}")
 
+    def _check_types(self) -> None:
+        """A context may come from JSON (a server run, Studio's form): a value of the wrong type is
+        refused here, naming the field, rather than failing somewhere inside a node."""
+        for f in fields(self):
+            value, kind = getattr(self, f.name), _FIELD_KINDS[f.name]
+            if value is None and f.name in _OPTIONAL:
+                continue
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                setattr(self, f.name, float(value))
+                continue
+            ok = (isinstance(value, kind) and not (kind is int and isinstance(value, bool))) if kind is not list else (
+                isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value))
+            if not ok:
+                expected = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+                            list: "a list of names"}[kind]
+                raise ValueError(f"{f.name} must be {expected}{' or null' if f.name in _OPTIONAL else ''}, "
+                                 f"not {value!r}")
+
     @property
     def home_path(self) -> Path:
         return Path(self.home).expanduser()
@@ -161,3 +185,12 @@ class Context:
     @classmethod
     def field_descriptions(cls) -> dict[str, str]:
         return {f.name: f.metadata.get("description", "") for f in fields(cls)}
+
+
+# What each field holds (checked by Context._check_types) and which may be None.
+_FIELD_KINDS = {"tenant": str, "policy_path": str, "home": str, "embedding_model": str, "chunk_tokens": int,
+                "overlap_tokens": int, "chat_model": str, "rerank_model": str, "provider_timeout_s": float,
+                "provider_retries": int, "memory_url": str, "vector_store": str, "collections": list, "k": int,
+                "top_n": int, "current_year": int, "min_score": float, "max_context_chars": int, "retrieval_mode": str,
+                "decompose": bool, "rerank": bool, "boosts": bool}
+_OPTIONAL = {"tenant", "memory_url", "collections", "k", "top_n", "current_year", "min_score", "max_context_chars"}

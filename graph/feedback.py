@@ -23,6 +23,10 @@ class FeedbackError(ValueError):
     """Feedback that cannot be recorded: unknown request id, bad rating, no tenant."""
 
 
+class UnknownRequestError(FeedbackError):
+    """No request with this id for this tenant (never one, or another tenant's)."""
+
+
 def parse_rating(rating: Any) -> tuple[str, float]:
     """('up' | 'down' | '1'..'5', score 0–1); anything else is refused."""
     text = str(rating).strip().casefold()
@@ -46,7 +50,7 @@ def record_feedback(store: Any, tenant: str | None, request_id: str, rating: Any
         raise FeedbackError(f"comment is {len(comment)} characters, at most {MAX_COMMENT_CHARS} are kept")
     item = store.get(namespace(REQUESTS, tenant), request_id)
     if item is None:
-        raise FeedbackError(f"unknown request id {request_id!r} for tenant {tenant!r}")
+        raise UnknownRequestError(f"unknown request id {request_id!r} for tenant {tenant!r}")
     request = item.value
     value = {
         "request_id": request_id,

@@ -44,6 +44,7 @@ its own on first use and leaves the parent's alone.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sqlite3
@@ -53,6 +54,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from langgraph.store.base import BaseStore
+from langgraph.store.sqlite import SqliteStore
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,15 @@ _pid = os.getpid()
 _objects: dict[tuple[str, str], Any] = {}  # (kind, path or url) -> store / saver
 _closers: list[Any] = []  # sqlite connections and psycopg pools, closed by close_all()
 _pools: dict[str, Any] = {}  # url -> ConnectionPool (shared by the store and the saver)
+
+
+class ThreadedSqliteStore(SqliteStore):
+    """`SqliteStore` whose async API runs the sync one in a worker thread. LangGraph's SqliteStore
+    refuses async use, but the LangGraph server (langgraph.json's `store`) and async web handlers
+    call it; SqliteStore's own lock already serialises the connection."""
+
+    async def abatch(self, ops):
+        return await asyncio.get_running_loop().run_in_executor(None, self.batch, list(ops))
 
 
 def open_store(home: Path | str, url: str | None = None) -> BaseStore:
@@ -168,9 +179,7 @@ def _open_sqlite(kind: str, path: Path):
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         if kind == "store":
-            from langgraph.store.sqlite import SqliteStore
-
-            obj = SqliteStore(conn)
+            obj = ThreadedSqliteStore(conn)
         else:
             from langgraph.checkpoint.sqlite import SqliteSaver
 

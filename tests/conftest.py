@@ -231,3 +231,32 @@ def scripted_server():
         mp.setenv("no_proxy", "127.0.0.1,localhost")
         with ScriptedServer() as srv:
             yield srv
+
+
+# --- the real ragate server (`ragate serve`: LangGraph dev server + ragate's routes) --------------
+
+SERVER_KEYS = {"acme-test-key-0001": "acme", "globex-test-key-0001": "globex"}
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """`ragate serve` with API keys for acme and globex (no local development mode), the samples
+    ingested into its own data folder. Skips when the serve extra is not installed."""
+    pytest.importorskip("langgraph_api", reason="the LangGraph server is the serve extra: pip install -e '.[serve]'")
+    from ragate_server import RagateServer
+
+    with RagateServer(tmp_path_factory.mktemp("served-home"), keys=SERVER_KEYS) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def served_dev(tmp_path_factory, scripted_server):
+    """`ragate serve --local-dev`: keyless requests allowed (any context field), with the scripted
+    OpenAI-compatible server as its chat server (a run picks it with context chat_model)."""
+    pytest.importorskip("langgraph_api", reason="the LangGraph server is the serve extra: pip install -e '.[serve]'")
+    from ragate_server import RagateServer
+
+    env = {"OPENAI_BASE_URL": scripted_server.openai_base_url, "OPENAI_API_KEY": "test-key",
+           "NO_PROXY": "127.0.0.1,localhost"}
+    with RagateServer(tmp_path_factory.mktemp("served-dev-home"), keys=SERVER_KEYS, local_dev=True, env=env) as srv:
+        yield srv

@@ -104,10 +104,11 @@ def eval_context(*, home: str, **settings: Any) -> Context:
     return Context(tenant=EVAL_TENANT, home=home, **{name: v for name, v in settings.items() if v not in (None, "")})
 
 
-def base_context(*, home: str, collection: str, top_n: int, k: int | None, policy_path: str | None,
+def base_context(*, home: str, collection: str | None, top_n: int, k: int | None, policy_path: str | None,
                  embedding_model: str | None, **settings: Any) -> Context:
-    """The context every ablation starts from: nothing cut (min_score 0, no context budget)."""
-    return eval_context(home=home, collections=[collection], top_n=top_n, k=k, min_score=0.0, max_context_chars=10**9,
+    """The context every ablation starts from: nothing cut (min_score 0, no context budget). Without
+    a `collection` yet (it is named by the ingest), the policy's collections until it is set."""
+    return eval_context(home=home, collections=[collection] if collection else None, top_n=top_n, k=k, min_score=0.0, max_context_chars=10**9,
                         policy_path=policy_path, embedding_model=embedding_model, **settings)
 
 
@@ -187,7 +188,7 @@ def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = 
     if not queries:
         raise EvalError(f"no query with retrieval gold among the {len(read)} read")
 
-    ctx = base_context(home=home, collection="", top_n=top_n, k=k, policy_path=policy_path,
+    ctx = base_context(home=home, collection=None, top_n=top_n, k=k, policy_path=policy_path,
                        embedding_model=embedding_model, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
     ingest = ingest_dataset(dataset, ctx, progress=progress)
     ctx.collections = [ingest["collection"]]

@@ -1,0 +1,364 @@
+"""ragate over HTTP: the routes people and programs use, mounted into the LangGraph server.
+
+`langgraph.json` mounts `app` (`"http": {"app": "./graph/http_app.py:app"}`), so one process
+serves LangGraph's API (Studio, /runs, /mcp) and these routes:
+
+    GET  /                          the question page (graph/web/)
+    GET  /api/session               who the credentials say you are (tenant, local development mode)
+    POST /api/chat                  {question, intent?, entity?, thread_id?, context?} -> the output contract
+    POST /api/chat/stream           the same as server-sent events: `token`s, then one `result` (with sources)
+    POST /api/feedback              {request_id, rating: up|down|1-5, comment?}
+    GET  /ops/rag_debug/{id}        the request record the graph wrote for that request
+    GET  /api/health                liveness without credentials
+
+The tenant comes from the caller's API key (graph/tenancy.py), never from the body; a body that
+names another tenant is refused. Bad input gets a 4xx whose message says what to fix; a 500 means
+a fault of ours, and says the request id to look for in the log. The app also runs on its own
+(`uvicorn graph.http_app:app`), without the LangGraph server.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from graph.audit import REQUESTS, namespace
+from graph.context import Context
+from graph.feedback import FeedbackError, UnknownRequestError, parse_rating
+from graph.policy import PolicyError, load_policy
+from graph.tenancy import AccessError, Caller, KeyConfigError, KeyRing, caller_context
+
+log = logging.getLogger("ragate.http")
+
+WEB = Path(__file__).resolve().parent / "web"
+MAX_BODY_BYTES = 64 * 1024
+MAX_QUESTION_CHARS = 4000
+THREAD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+CHAT_FIELDS = {"question", "intent", "entity", "thread_id", "tenant", "context", "request_id"}
+FEEDBACK_FIELDS = {"request_id", "rating", "comment", "tenant"}
+
+
+class BadRequest(Exception):
+    """Input the caller must fix: `status` (400, 404, 413, 415, 422) and what to fix."""
+
+    def __init__(self, status: int, message: str, field: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.field = status, message, field
+
+
+def _error(status: int, message: str, **extra: Any) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": message, **{k: v for k, v in extra.items() if v is not None}}, status, headers=headers)
+
+
+@dataclass
+class Server:
+    """What the routes share: the key ring, the server's base context and one `Ragate` (opened on
+    first use, so importing the app opens nothing)."""
+
+    context: Context | None = None
+    keyring: KeyRing | None = None
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ragate = None
+        self._keyring_error: str | None = None
+        if self.keyring is None:
+            try:
+                self.keyring = KeyRing()
+            except KeyConfigError as exc:  # said on every request instead of crashing the server
+                self._keyring_error = str(exc)
+                log.error("ragate: API keys cannot be read: %s", exc)
+
+    @property
+    def base_context(self) -> Context:
+        return self.context or Context()
+
+    @property
+    def ragate(self):
+        with self._lock:
+            if self._ragate is None:
+                from graph.api import Ragate
+
+                self._ragate = Ragate(self.base_context)
+            return self._ragate
+
+    def caller(self, request: Request) -> Caller:
+        if self.keyring is None:
+            raise AccessError(500, f"the server's API keys cannot be read: {self._keyring_error}")
+        return self.keyring.authenticate(request.headers.get("authorization"))
+
+    def parse_chat(self, request: Request, data: dict[str, Any]) -> "ChatRequest":
+        return parse_chat(data, self.caller(request), self.base_context)
+
+    def tenant_context(self, request: Request, data: dict[str, Any]) -> Context:
+        """The context of a request that only needs the tenant (feedback, debug)."""
+        caller = self.caller(request)
+        tenant = _optional_str(data, "tenant", 64)
+        try:
+            return caller_context(caller, {"tenant": tenant} if tenant else {}, self.base_context)
+        except ValueError as exc:
+            raise BadRequest(422, str(exc)) from None
+
+
+# --- input --------------------------------------------------------------------------------------
+
+
+async def _json_body(request: Request, allowed: set[str]) -> dict[str, Any]:
+    content_type = request.headers.get("content-type", "").split(";", 1)[0].strip().casefold()
+    if content_type and content_type != "application/json":
+        raise BadRequest(415, f"send the body as application/json, not {content_type}")
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        raise BadRequest(413, f"the body is {len(body)} bytes; at most {MAX_BODY_BYTES} are accepted")
+    try:
+        data = json.loads(body.decode("utf-8")) if body.strip() else None
+    except UnicodeDecodeError:
+        raise BadRequest(400, "the body is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise BadRequest(400, f"the body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    if not isinstance(data, dict):
+        raise BadRequest(422, "the body must be a JSON object, e.g. {\"question\": \"...\"}")
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise BadRequest(422, f"unknown field(s): {', '.join(unknown)}; accepted: {', '.join(sorted(allowed))}", unknown[0])
+    return data
+
+
+def _optional_str(data: dict[str, Any], name: str, limit: int = 200) -> str | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(422, f"{name} must be a string, not {type(value).__name__}", name)
+    value = value.strip()
+    if len(value) > limit:
+        raise BadRequest(422, f"{name} is {len(value)} characters; at most {limit}", name)
+    return value or None
+
+
+def _question(data: dict[str, Any]) -> str:
+    value = data.get("question")
+    if value is None:
+        raise BadRequest(422, "question is required", "question")
+    if not isinstance(value, str):
+        raise BadRequest(422, f"question must be a string, not {type(value).__name__}", "question")
+    value = value.strip()
+    if not value:
+        raise BadRequest(422, "question is empty", "question")
+    if len(value) > MAX_QUESTION_CHARS:
+        raise BadRequest(413, f"question is {len(value)} characters; at most {MAX_QUESTION_CHARS}", "question")
+    if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in value):
+        raise BadRequest(422, "question holds control characters; send plain text", "question")
+    return value
+
+
+def _known_routing(ctx: Context) -> tuple[set[str], set[str]] | None:
+    """(intents, entities) the policy knows; None when the policy is broken (the graph then answers
+    with retrieval disabled and says why, which is more useful than refusing the question)."""
+    try:
+        policy = load_policy(ctx.policy_path)
+    except PolicyError:
+        return None
+    routing = policy.routing
+    intents = set(routing.get("allow_intents", [])) | set(routing.get("deny_intents", []))
+    intents |= {rule["intent"] for rule in routing.get("intent_rules", []) or []}
+    entities = set((policy.raw["rag"].get("entities") or {})) | {"default"}
+    return intents, entities
+
+
+@dataclass
+class ChatRequest:
+    question: str
+    context: Context
+    intent: str | None
+    entity: str | None
+    thread_id: str | None
+    request_id: str
+
+
+def parse_chat(data: dict[str, Any], caller: Caller, base: Context) -> ChatRequest:
+    question = _question(data)
+    overrides = data.get("context")
+    if overrides is not None and not isinstance(overrides, dict):
+        raise BadRequest(422, "context must be an object of settings, e.g. {\"top_n\": 3}", "context")
+    overrides = dict(overrides or {})
+    if "tenant" in data:
+        overrides["tenant"] = _optional_str(data, "tenant", 64)
+    try:
+        ctx = caller_context(caller, overrides, base)
+    except ValueError as exc:
+        raise BadRequest(422, str(exc), "context") from None
+    intent, entity = _optional_str(data, "intent", 64), _optional_str(data, "entity", 64)
+    known = _known_routing(ctx)
+    if known is not None:
+        if intent is not None and intent not in known[0]:
+            raise BadRequest(422, f"unknown intent {intent!r}; the policy knows: {', '.join(sorted(known[0]))}", "intent")
+        if entity is not None and entity not in known[1]:
+            raise BadRequest(422, f"unknown entity {entity!r}; the policy knows: {', '.join(sorted(known[1]))}", "entity")
+    thread_id = _optional_str(data, "thread_id", 128)
+    if thread_id is not None and not THREAD_ID_RE.match(thread_id):
+        raise BadRequest(422, "thread_id must be 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter "
+                              "or digit", "thread_id")
+    request_id = _optional_str(data, "request_id", 128) or uuid.uuid4().hex
+    if not REQUEST_ID_RE.match(request_id):
+        raise BadRequest(422, "request_id must be 1-128 letters, digits, '.', '_', ':' or '-'", "request_id")
+    return ChatRequest(question, ctx, intent, entity, thread_id, request_id)
+
+
+# --- routes -------------------------------------------------------------------------------------
+
+
+def _chat_output(output: dict[str, Any], thread_id: str | None) -> dict[str, Any]:
+    return {**output, "thread_id": thread_id}
+
+
+def _ask_kwargs(chat: ChatRequest) -> dict[str, Any]:
+    return {"intent": chat.intent, "entity": chat.entity, "thread_id": chat.thread_id,
+            "request_id": chat.request_id, "context": chat.context}
+
+
+def _handles_errors(handler):
+    """Turns BadRequest / AccessError into their 4xx (or a key-configuration 500) and anything else
+    into a 500 that names a reference to look for in the log; the traceback stays in the log."""
+
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except BadRequest as exc:
+            return _error(exc.status, exc.message, field=exc.field)
+        except AccessError as exc:
+            return _error(exc.status, exc.message)
+        except Exception:
+            reference = uuid.uuid4().hex[:12]
+            log.exception("ragate: %s %s failed (reference %s)", request.method, request.url.path, reference)
+            return _error(500, f"internal error (reference {reference} in the server log)")
+
+    wrapped.__name__ = handler.__name__
+    return wrapped
+
+
+def build_app(server: Server | None = None) -> Starlette:
+    """The Starlette app around `server` (a default one: keys and context from the environment)."""
+    server = server or Server()
+
+    # Everything that may touch a file (the key file, the policy, the store, the graph) runs in a
+    # worker thread: the event loop only reads bodies and writes responses (and the LangGraph dev
+    # server refuses blocking calls on its loop).
+    async def run_sync(fn, *args):
+        return await run_in_threadpool(fn, *args)
+
+    @_handles_errors
+    async def session(request: Request) -> Response:
+        caller = await run_sync(server.caller, request)
+        return JSONResponse({"tenant": caller.tenant, "local_dev": caller.local_dev, "key_id": caller.key_id,
+                             "max_question_chars": MAX_QUESTION_CHARS})
+
+    @_handles_errors
+    async def chat(request: Request) -> Response:
+        data = await _json_body(request, CHAT_FIELDS)
+        parsed = await run_sync(server.parse_chat, request, data)
+        output = await run_sync(lambda: server.ragate.ask(parsed.question, **_ask_kwargs(parsed)))
+        return JSONResponse(_chat_output(output, parsed.thread_id))
+
+    @_handles_errors
+    async def chat_stream(request: Request) -> Response:
+        data = await _json_body(request, CHAT_FIELDS)
+        parsed = await run_sync(server.parse_chat, request, data)
+        ragate = await run_sync(lambda: server.ragate)
+
+        def events() -> Iterator[str]:
+            yield _sse("start", {"request_id": parsed.request_id})
+            try:
+                for kind, item in ragate.stream(parsed.question, **_ask_kwargs(parsed)):
+                    if kind == "token":
+                        yield _sse("token", {"text": item})
+                    else:
+                        yield _sse("result", _chat_output(item, parsed.thread_id))
+            except Exception:
+                reference = uuid.uuid4().hex[:12]
+                log.exception("ragate: streamed request %s failed (reference %s)", parsed.request_id, reference)
+                yield _sse("error", {"error": f"internal error (reference {reference} in the server log)",
+                                     "request_id": parsed.request_id})
+
+        return StreamingResponse(events(), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    @_handles_errors
+    async def feedback(request: Request) -> Response:
+        data = await _json_body(request, FEEDBACK_FIELDS)
+        ctx = await run_sync(server.tenant_context, request, data)
+        request_id = _optional_str(data, "request_id", 128)
+        if not request_id:
+            raise BadRequest(422, "request_id is required (the request_id of the answer you rate)", "request_id")
+        rating = data.get("rating")
+        if rating is None or isinstance(rating, (bool, list, dict, float)):
+            raise BadRequest(422, "rating must be \"up\", \"down\" or an integer 1-5", "rating")
+        try:
+            parse_rating(rating)
+        except FeedbackError as exc:
+            raise BadRequest(422, str(exc), "rating") from None
+        comment = data.get("comment")
+        if comment is not None and not isinstance(comment, str):
+            raise BadRequest(422, f"comment must be a string, not {type(comment).__name__}", "comment")
+        try:
+            stored = await run_sync(lambda: server.ragate.feedback(request_id, rating, comment, context=ctx))
+        except UnknownRequestError as exc:
+            raise BadRequest(404, str(exc), "request_id") from None
+        except FeedbackError as exc:
+            raise BadRequest(422, str(exc)) from None
+        return JSONResponse(stored)
+
+    @_handles_errors
+    async def rag_debug(request: Request) -> Response:
+        ctx = await run_sync(server.tenant_context, request, {"tenant": request.query_params.get("tenant")})
+        request_id = request.path_params["request_id"]
+        if not REQUEST_ID_RE.match(request_id):
+            raise BadRequest(422, "request id must be 1-128 letters, digits, '.', '_', ':' or '-'", "request_id")
+        item = await run_sync(lambda: server.ragate.store.get(namespace(REQUESTS, ctx.tenant), request_id))
+        if item is None:
+            raise BadRequest(404, f"unknown request id {request_id!r} for tenant {ctx.tenant!r}", "request_id")
+        return JSONResponse(item.value)
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def page(request: Request) -> Response:
+        return FileResponse(WEB / "index.html", headers={"Cache-Control": "no-cache"})
+
+    routes = [
+        Route("/", page, methods=["GET"]),
+        Route("/api/health", health, methods=["GET"]),
+        Route("/api/session", session, methods=["GET"]),
+        Route("/api/chat", chat, methods=["POST"]),
+        Route("/api/chat/stream", chat_stream, methods=["POST"]),
+        Route("/api/feedback", feedback, methods=["POST"]),
+        Route("/ops/rag_debug/{request_id:str}", rag_debug, methods=["GET"]),
+        Mount("/web", app=StaticFiles(directory=WEB, check_dir=False), name="web"),
+    ]
+    app = Starlette(routes=routes)
+    app.state.ragate_server = server
+    return app
+
+
+def _sse(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False, default=str)}\n\n"
+
+
+# What langgraph.json mounts: keys and context from the environment, opened on first request.
+app = build_app()
