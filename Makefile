@@ -1,11 +1,16 @@
 # Two commands set everything up on a fresh machine:
 #   make demo   installs ragate into .venv, ingests the bundled samples and answers sample questions
-#   make test   installs ragate with its test extras into .venv and runs the whole test suite
+#   make test   installs ragate with its test extras into .venv and runs the whole test suite,
+#               then the LangServe app's tests in their own .venv-langserve (make test-langserve)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# LangServe (graph/langserve_app.py) lives in a venv of its own: langserve pins sse-starlette<2,
+# the LangGraph server of the serve/test extras needs sse-starlette>=2.1.3.
+LS_VENV ?= .venv-langserve
+LS_BIN  := $(LS_VENV)/bin
 
-.PHONY: demo test install install-test bench clean
+.PHONY: demo test install install-test install-langserve test-langserve bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,14 +22,25 @@ install: $(BIN)/python
 install-test: $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[test]"
 
+$(LS_BIN)/python:
+	$(PYTHON) -m venv $(LS_VENV)
+	$(LS_BIN)/python -m pip install --quiet --upgrade pip
+
+install-langserve: $(LS_BIN)/python
+	$(LS_BIN)/pip install --quiet -e ".[langserve-test]"
+
 demo: install
 	$(BIN)/ragate demo
 
 test: install-test
 	$(BIN)/python -m pytest -q
+	$(MAKE) test-langserve
+
+test-langserve: install-langserve
+	$(LS_BIN)/python -m pytest -q tests/langserve_app
 
 bench: install
 	$(BIN)/python bench/latency.py
 
 clean:
-	rm -rf $(VENV) .ragate .pytest_cache
+	rm -rf $(VENV) $(LS_VENV) .ragate .pytest_cache

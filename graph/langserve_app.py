@@ -1,0 +1,461 @@
+"""ragate over LangServe: the graph as a LangChain runnable at /rag.
+
+    POST /rag/invoke           {"input": {"question": "..."}, "config": {...}?}  -> {"output": <output contract>}
+    POST /rag/batch            {"inputs": [{...}, {...}]}                        -> {"output": [<contract>, ...]}
+    POST /rag/stream           server-sent events: {"event": "node", "node": ...} per finished node,
+                               {"event": "token", "text": ...} as a chat model writes the answer, and
+                               last the output contract itself (what /invoke returns)
+    POST /rag/stream_log       LangChain's run log (what the playground reads)
+    GET  /rag/input_schema, /rag/output_schema, /rag/config_schema, /rag/playground/
+    GET  /health               liveness without credentials
+
+Why a module of its own, in its own virtual environment: langserve 0.3 pins `sse-starlette<2`
+while the LangGraph server (the `serve` / `test` extras) needs `sse-starlette>=2.1.3`, so the two
+can never be installed together. This app imports only ragate's core and the `langserve` extra:
+
+    python3 -m venv .venv-langserve && .venv-langserve/bin/pip install -e ".[langserve]"
+    RAGATE_API_KEYS="acme-key-0001:acme" .venv-langserve/bin/uvicorn graph.langserve_app:app --port 8001
+    # or the whole check: make test-langserve
+
+Who may read what is decided as everywhere else in ragate (graph/tenancy.py):
+
+* the tenant is the caller's API key's (`Authorization: Bearer KEY`; keys in RAGATE_API_KEYS /
+  RAGATE_API_KEYS_FILE), never a field of the body: LangServe's `per_req_config_modifier`
+  authenticates the request (401 without a known key, unless RAGATE_LOCAL_DEV=1, where a keyless
+  request is served as RAGATE_TENANT) and puts the caller in `configurable.langgraph_auth_user`,
+  where the graph itself reads it (`nodes.instrumentation.context_of` forces that tenant);
+* `config.configurable` accepts only the per-request settings any caller may choose
+  (`tenancy.CALLER_SETTABLE`: collections, k, top_n, ...); a tenant, a server setting (home,
+  policy, providers) or a `langgraph_auth_user` of the client's own is refused with 422, and the
+  other config keys (tags, metadata, ...) are dropped by LangServe (`config_keys`);
+* the input is `question` (+ intent, entity, request_id, history) and nothing else: an unknown
+  field, a missing question or a wrongly typed one is refused with 422 before anything runs.
+
+Each run uses the server's persistent store (RAGATE_HOME / RAGATE_MEMORY_URL, like the CLI and the
+LangGraph server), so memory_shield writes the request record and the remembered answer under
+the caller's tenant. LangServe runnables are stateless: no threads here (use /api/chat or the
+LangGraph server for a thread's history; a stateless caller may send its own `history`).
+
+The playground page needs no key, but the runs it starts do: in a browser it answers only when
+the server runs with RAGATE_LOCAL_DEV=1 (your machine only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import threading
+import typing
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from typing import Any, Literal, Optional
+
+import orjson
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+from langchain_core.runnables import ConfigurableFieldSpec, Runnable, RunnableConfig
+from langchain_core.runnables.config import patch_config
+from langgraph.types import Send
+from langserve import add_routes
+from langserve.serialization import WellKnownLCSerializer
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from starlette.concurrency import run_in_threadpool
+
+from graph.context import Context
+from graph.output import to_output
+from graph.tenancy import (AUTH_USER_KEY, CALLER_SETTABLE, AccessError, KeyConfigError, KeyRing, caller_context,
+                           caller_tenant)
+
+log = logging.getLogger("ragate.langserve")
+
+PATH = "/rag"
+MAX_QUESTION_CHARS = 4000      # the same limits as /api/chat (graph/http_app.py)
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+MAX_HISTORY_TURNS = 20
+STREAM_MODES = ["updates", "messages", "values"]
+
+
+# --- what a caller sends and receives -----------------------------------------------------------
+
+
+class HistoryTurn(BaseModel):
+    """One earlier exchange a stateless caller hands back (oldest first)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(max_length=MAX_QUESTION_CHARS)
+    answer: str = Field(max_length=20_000)
+    request_id: Optional[str] = Field(None, pattern=REQUEST_ID_PATTERN)
+    intent: Optional[str] = Field(None, max_length=64)
+    final_decision: Optional[Literal["OK", "WARNING", "BLOCK"]] = None
+
+
+class RagInput(BaseModel):
+    """A question for ragate. There is no tenant here: the tenant is the caller's API key's."""
+
+    model_config = ConfigDict(extra="forbid", title="RagInput")
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
+                          description="The question, in Portuguese or English.")
+    intent: Optional[str] = Field(None, max_length=64,
+                                  description="An intent of the policy (e.g. sales); inferred from the question when absent.")
+    entity: Optional[str] = Field(None, max_length=64, description="An entity profile of the policy.")
+    request_id: Optional[str] = Field(None, pattern=REQUEST_ID_PATTERN,
+                                      description="Id of this request (memory and feedback key); generated when absent.")
+    history: Optional[list[HistoryTurn]] = Field(None, max_length=MAX_HISTORY_TURNS,
+                                                 description="Earlier turns of a conversation, oldest first.")
+
+    @field_validator("question")
+    @classmethod
+    def _plain_question(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("question is empty")
+        if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in value):
+            raise ValueError("question holds control characters; send plain text")
+        return value
+
+
+class Verdict(BaseModel):
+    final_decision: Optional[Literal["OK", "WARNING", "BLOCK"]] = None
+    scores: dict[str, float] = Field(default_factory=dict, description="quality, utility, groundedness in 0-1")
+    reasoning: dict[str, str] = Field(default_factory=dict)
+    checks: list[dict[str, Any]] = Field(default_factory=list, description="per-claim checks")
+
+
+class Source(BaseModel):
+    id: str
+    docId: str
+    assetId: Optional[str] = None
+    assetName: Optional[str] = None
+    similarity: Optional[float] = None
+    rerankScore: Optional[float] = None
+    rank: Optional[int] = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    snippet: str = ""
+    scores: dict[str, Any] = Field(default_factory=dict)
+
+
+class RagOutput(BaseModel):
+    """The output contract (graph/output.py), the same as `ragate ask --json` and /api/chat."""
+
+    model_config = ConfigDict(title="RagOutput")
+
+    request_id: Optional[str] = None
+    answer: str = Field("", description="The answer, each claim followed by [doc_id].")
+    citations_used: list[str] = Field(default_factory=list, description="The ids the answer cites (all retrieved).")
+    coverage_level: Literal["high", "medium", "low", "none"] = "none"
+    suggestions: list[str] = Field(default_factory=list, description="Three refinements when coverage is low or none.")
+    verdict: Verdict = Field(default_factory=Verdict)
+    rag: dict[str, Any] = Field(default_factory=dict, description="The route record (intent, collections, filters...).")
+    sub_queries: list[str] = Field(default_factory=list)
+    decomposition: dict[str, Any] = Field(default_factory=dict)
+    sources: list[Source] = Field(default_factory=list, description="The chunks the answer was composed from.")
+    memory: dict[str, Any] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    errors: list[str] = Field(default_factory=list)
+    language: Optional[str] = None
+
+
+def _setting_fields() -> dict[str, tuple[Any, str]]:
+    """`config.configurable`: the Context fields a caller may set (tenancy.CALLER_SETTABLE), each
+    optional (absent: the server's), as {name: (annotation, description)}."""
+    hints = typing.get_type_hints(Context)
+    descriptions = Context.field_descriptions()
+    fields = {name: (Optional[hints[name]], descriptions.get(name, "")) for name in CALLER_SETTABLE}
+    if "retrieval_mode" in fields:
+        fields["retrieval_mode"] = (Optional[Literal["hybrid", "dense", "lexical"]], descriptions["retrieval_mode"])
+    return fields
+
+
+SETTING_FIELDS = _setting_fields()
+
+
+def _settings_model() -> type[BaseModel]:
+    """The settings as a model that refuses anything else (an extra key is a 422)."""
+    fields = {name: (annotation, Field(None, description=text)) for name, (annotation, text) in SETTING_FIELDS.items()}
+    return create_model("RagSettings", __config__=ConfigDict(extra="forbid"), **fields)
+
+
+RagSettings = _settings_model()
+RagConfig = create_model("RagConfig", configurable=(Optional[RagSettings], Field(
+    None, description="Per-request settings; the tenant and the server's settings are not among them.")))
+
+
+# --- the runnable -------------------------------------------------------------------------------
+
+
+class RagateRunnable(Runnable[dict, dict]):
+    """ragate's compiled graph (with the server's persistent store) as a LangChain runnable:
+    input `RagInput`, output the output contract. The run's `Context` is the server's, with the
+    tenant of the authenticated caller (`configurable.langgraph_auth_user`, else the server's
+    RAGATE_TENANT) and the caller's `CALLER_SETTABLE` settings from `configurable`."""
+
+    name = "ragate"
+
+    def __init__(self, context: Context | None = None, *, store: Any = None):
+        self._context = context
+        self._store = store
+        self._graph = None
+        self._lock = threading.Lock()
+
+    # Opened on first use (or by the app's start-up), so importing this module opens nothing.
+    @property
+    def base_context(self) -> Context:
+        with self._lock:
+            if self._context is None:
+                self._context = Context()
+            return self._context
+
+    @property
+    def graph(self):
+        ctx = self.base_context
+        with self._lock:
+            if self._graph is None:
+                from graph.api import open_memory_store
+                from graph.graph import compile_graph
+
+                if self._store is None:
+                    self._store = open_memory_store(ctx)
+                self._graph = compile_graph(store=self._store)
+            return self._graph
+
+    # Types: LangServe builds /rag/input_schema, /rag/output_schema and /rag/config_schema from these.
+    @property
+    def InputType(self) -> type[RagInput]:  # noqa: N802 (LangChain's name)
+        return RagInput
+
+    @property
+    def OutputType(self) -> type[RagOutput]:  # noqa: N802
+        return RagOutput
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        return RagInput
+
+    def get_output_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        return RagOutput
+
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The settings for /rag/config_schema and the playground's form."""
+        return [ConfigurableFieldSpec(id=name, annotation=annotation, name=name, description=text, default=None)
+                for name, (annotation, text) in SETTING_FIELDS.items()]
+
+    def config_schema(self, *, include: typing.Sequence[str] | None = None) -> type[BaseModel]:
+        """What LangServe validates a request's config with: RagSettings, extra keys refused."""
+        return RagConfig if "configurable" in (include or ()) else create_model("RagConfig")
+
+    # What one run gets.
+    def context_for(self, config: RunnableConfig | None) -> Context:
+        configurable = (config or {}).get("configurable") or {}
+        settings = {k: v for k in CALLER_SETTABLE if (v := configurable.get(k)) is not None}
+        tenant = caller_tenant(configurable) or self.base_context.tenant
+        return dataclasses.replace(self.base_context, tenant=tenant, **settings)
+
+    @staticmethod
+    def payload(value: Any) -> dict[str, Any]:
+        """The graph's input: validated again here, so in-process callers get LangServe's checks."""
+        model = value if isinstance(value, RagInput) else RagInput.model_validate(value)
+        return model.model_dump(exclude_none=True)
+
+    @staticmethod
+    def _graph_config(config: RunnableConfig, run_manager: Any) -> RunnableConfig:
+        """The graph runs as this run's child: tracers (and /stream_log's run log) see every node."""
+        return patch_config(config, callbacks=run_manager.get_child())
+
+    @staticmethod
+    def _chunk(mode: str, item: Any) -> Iterator[dict[str, Any]]:
+        """Stream chunks of one graph event: finished nodes and the chat model's tokens."""
+        if mode == "updates":
+            for node in item:
+                if not node.startswith("__"):
+                    yield {"event": "node", "node": node}
+        elif mode == "messages":
+            message, meta = item
+            if meta.get("langgraph_node") == "compose" and message.text:
+                yield {"event": "token", "text": message.text}
+
+    # invoke / ainvoke: the output contract.
+    def _invoke(self, value: Any, run_manager: Any, config: RunnableConfig) -> dict[str, Any]:
+        state = self.graph.invoke(self.payload(value), self._graph_config(config, run_manager),
+                                  context=self.context_for(config))
+        return to_output(state)
+
+    async def _ainvoke(self, value: Any, run_manager: Any, config: RunnableConfig) -> dict[str, Any]:
+        graph, ctx = await run_in_threadpool(lambda: (self.graph, self.context_for(config)))
+        state = await graph.ainvoke(self.payload(value), self._graph_config(config, run_manager), context=ctx)
+        return to_output(state)
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
+        return self._call_with_config(self._invoke, input, config, **kwargs)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> dict[str, Any]:
+        return await self._acall_with_config(self._ainvoke, input, config, **kwargs)
+
+    # stream / astream: node and token events, then the output contract.
+    def _stream(self, inputs: Iterator[Any], run_manager: Any, config: RunnableConfig) -> Iterator[dict[str, Any]]:
+        for value in inputs:
+            final: dict[str, Any] = {}
+            for mode, item in self.graph.stream(self.payload(value), self._graph_config(config, run_manager),
+                                                context=self.context_for(config), stream_mode=STREAM_MODES):
+                if mode == "values":
+                    final = item
+                yield from self._chunk(mode, item)
+            yield to_output(final)
+
+    async def _astream(self, inputs: AsyncIterator[Any], run_manager: Any,
+                       config: RunnableConfig) -> AsyncIterator[dict[str, Any]]:
+        graph, ctx = await run_in_threadpool(lambda: (self.graph, self.context_for(config)))
+        async for value in inputs:
+            final: dict[str, Any] = {}
+            async for mode, item in graph.astream(self.payload(value), self._graph_config(config, run_manager),
+                                                  context=ctx, stream_mode=STREAM_MODES):
+                if mode == "values":
+                    final = item
+                for chunk in self._chunk(mode, item):
+                    yield chunk
+            yield to_output(final)
+
+    def stream(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        yield from self._transform_stream_with_config(iter([input]), self._stream, config, **kwargs)
+
+    async def astream(self, input: Any, config: RunnableConfig | None = None,
+                      **kwargs: Any) -> AsyncIterator[dict[str, Any]]:
+        async def one() -> AsyncIterator[Any]:
+            yield input
+
+        async for chunk in self._atransform_stream_with_config(one(), self._astream, config, **kwargs):
+            yield chunk
+
+
+# --- authentication: LangServe's per-request config modifier --------------------------------------
+
+runnable = RagateRunnable()
+_keyring: KeyRing | None = None
+_keyring_lock = threading.Lock()
+
+
+def keyring() -> KeyRing:
+    """The server's keys (RAGATE_API_KEYS, RAGATE_API_KEYS_FILE, RAGATE_LOCAL_DEV), read once; the
+    key file is re-read when it changes."""
+    global _keyring
+    with _keyring_lock:
+        if _keyring is None:
+            _keyring = KeyRing()
+        return _keyring
+
+
+def _http_error(status: int, message: str) -> HTTPException:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return HTTPException(status_code=status, detail=message, headers=headers)
+
+
+def authorize(config: dict[str, Any], request: Request) -> dict[str, Any]:
+    """LangServe's `per_req_config_modifier` for /invoke, /batch, /stream and /stream_log: the
+    caller from the Authorization header, the request's settings checked (only CALLER_SETTABLE,
+    and values the Context accepts), and the caller put where the graph reads it. Everything the
+    client sent under `configurable` besides those settings is gone from the run's config.
+    (Synchronous: LangServe runs it in its event loop; a key file is a small local read.)"""
+    try:
+        try:
+            caller = keyring().authenticate(request.headers.get("authorization"))
+        except KeyConfigError as exc:
+            raise AccessError(500, f"the server's API keys cannot be read: {exc}") from None
+        sent = config.get("configurable") or {}
+        settings = {k: v for k, v in sent.items() if v is not None}
+        refused = sorted(set(settings) - set(CALLER_SETTABLE))
+        if refused:  # RagSettings already refuses these (422); kept for a server built without it
+            raise AccessError(403, f"configurable field(s) {', '.join(refused)} cannot be set by a caller; "
+                                   f"a caller may set only {', '.join(CALLER_SETTABLE)}")
+        caller_context(caller, settings, runnable.base_context)  # the tenant resolves; the values are valid
+    except AccessError as exc:
+        raise _http_error(exc.status, exc.message) from None
+    except ValueError as exc:
+        raise _http_error(422, str(exc)) from None
+    return {**config, "configurable": {**settings, AUTH_USER_KEY: caller.as_auth_user()}}
+
+
+# --- the app --------------------------------------------------------------------------------------
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump()
+    if isinstance(obj, Send):  # the retrieve fan-out, in /stream_log's nested run log
+        return {"send": obj.node, "arg": obj.arg}
+    return repr(obj)
+
+
+class RagateSerializer(WellKnownLCSerializer):
+    """LangServe's serializer, with a fallback for objects it cannot write (langserve 0.3.3's own
+    fallback raises, which cut /stream_log — the playground's stream — at the first LangGraph `Send`)."""
+
+    def dumps(self, obj: Any) -> bytes:
+        return orjson.dumps(obj, default=_json_default)
+
+
+@asynccontextmanager
+async def lifespan(_app: FastAPI):
+    """Fail at start-up, in one line, on broken keys or a misconfigured provider or store; open the
+    store and compile the graph before the first request."""
+
+    def start() -> None:
+        from graph.providers import check_providers
+
+        keys = keyring()
+        if not keys.configured and not keys.local_dev:
+            log.warning("ragate langserve: no API keys (RAGATE_API_KEYS / RAGATE_API_KEYS_FILE): every request will "
+                        "be refused; set RAGATE_LOCAL_DEV=1 to serve keyless requests on your machine")
+        check_providers(runnable.base_context)
+        runnable.graph  # noqa: B018 (opens the store, compiles the graph)
+
+    await run_in_threadpool(start)
+    try:
+        yield
+    finally:
+        from graph.persistence import close_all as close_stores
+        from graph.vectorstore import close_all as close_indexes
+
+        close_stores()
+        close_indexes()
+
+
+app = FastAPI(
+    title="ragate (LangServe)",
+    version="0.1.0",
+    description="Governed, cited, judged answers from your documents: ragate's graph at /rag. "
+                "Send 'Authorization: Bearer <API key>'; the key names the tenant.",
+    lifespan=lifespan,
+)
+
+
+@app.exception_handler(ValidationError)
+async def invalid_input(request: Request, exc: ValidationError):
+    """An input LangServe validated outside its own error translation (a bad item of /rag/batch
+    raises pydantic's error there: a 500 in langserve 0.3.3) is the caller's 422 like the others."""
+    if exc.title == RagInput.__name__:
+        errors = exc.errors(include_url=False, include_context=False)
+        return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+    log.error("ragate langserve: %s %s failed: %s", request.method, request.url.path, exc)
+    return JSONResponse({"detail": "Internal Server Error"}, status_code=500)
+
+
+@app.get("/health")
+async def health() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+add_routes(
+    app,
+    runnable,
+    path=PATH,
+    config_keys=["configurable"],          # validated: RagSettings, then authorize()
+    per_req_config_modifier=authorize,
+    enabled_endpoints=["invoke", "batch", "stream", "stream_log", "playground", "input_schema", "output_schema",
+                       "config_schema", "config_hashes"],
+    include_callback_events=False,
+    enable_feedback_endpoint=False,
+    enable_public_trace_link_endpoint=False,
+    serializer=RagateSerializer(),
+)

@@ -1,0 +1,165 @@
+"""The LangServe app (graph/langserve_app.py) under test: uvicorn in a child process on 127.0.0.1,
+and the session fixtures of tests/langserve_app/ (imported by its test module).
+
+These tests run only where the `langserve` extra is installed — its own virtual environment
+(`make test-langserve`), because langserve pins sse-starlette<2 and the LangGraph server of the
+test extra needs >=2.1.3. Anywhere else tests/conftest.py does not collect this folder.
+
+The samples are ingested ONCE, by `python -m graph.cli ingest` subprocesses, into a seed data
+folder that each server gets a copy of before it starts: the embedded vector engine allows one
+opener per folder, so no two processes ever share one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+ROOT = Path(__file__).resolve().parents[2]
+TENANTS = ("acme", "globex")
+KEYS = {"acme": "acme-langserve-key-01", "globex": "globex-langserve-key-01"}   # tenant -> its API key
+# Variables that would steer the server away from what the tests set up.
+_DROPPED_PREFIXES = ("RAGATE_", "LANGSMITH_", "LANGCHAIN_", "OPENAI_", "COHERE_", "CO_API_", "QDRANT_")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED_PREFIXES)}
+    env.update({"RAGATE_HOME": str(home), "PYTHONUNBUFFERED": "1", "LANGSMITH_TRACING": "false",
+                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
+    env.update(extra or {})
+    return env
+
+
+def ingest_samples(home: Path, timeout: float = 300) -> None:
+    """`python -m graph.cli ingest samples/<tenant> ...` for each tenant, one after the other."""
+    home.mkdir(parents=True, exist_ok=True)
+    for tenant in TENANTS:
+        argv = [sys.executable, "-m", "graph.cli", "ingest", f"samples/{tenant}", "--tenant", tenant,
+                "--collection", "documents", "--quiet"]
+        done = subprocess.run(argv, cwd=ROOT, env=child_env(home), capture_output=True, text=True, timeout=timeout)
+        assert done.returncode == 0, f"ingest {tenant} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+
+
+class LangServeServer:
+    """`uvicorn graph.langserve_app:app` on a free port with its own RAGATE_HOME; waits for /health
+    within `startup_timeout`; stopped by its process group (SIGTERM, then SIGKILL)."""
+
+    def __init__(self, home: Path, keys: dict[str, str], env: dict[str, str] | None = None,
+                 startup_timeout: float = 120.0):
+        self.home = home
+        self.keys = dict(keys)
+        self.extra_env = {"RAGATE_API_KEYS": ",".join(f"{key}:{tenant}" for tenant, key in self.keys.items()),
+                          **(env or {})}
+        self.startup_timeout = startup_timeout
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = home.parent / f"{home.name}-server.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "LangServeServer":
+        import httpx
+
+        argv = [sys.executable, "-m", "uvicorn", "graph.langserve_app:app", "--host", "127.0.0.1",
+                "--port", str(self.port), "--log-level", "warning"]
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(argv, cwd=ROOT, env=child_env(self.home, self.extra_env), stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the LangServe app exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"the LangServe app did not answer /health within {self.startup_timeout} s:\n{self.log_tail()}")
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def log_tail(self, lines: int = 60) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def auth(self, tenant: str | None) -> dict[str, str]:
+        """The headers of a caller holding `tenant`'s key; none for a keyless caller."""
+        return {"Authorization": f"Bearer {self.keys[tenant]}"} if tenant else {}
+
+    def __enter__(self) -> "LangServeServer":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+@pytest.fixture(scope="session")
+def langserve_seed_home(tmp_path_factory) -> Path:
+    """A data folder with the samples of both tenants ingested (copied, never opened, by the servers)."""
+    home = tmp_path_factory.mktemp("langserve-seed") / "home"
+    ingest_samples(home)
+    return home
+
+
+def _copy_home(seed: Path, tmp_path_factory, name: str) -> Path:
+    home = tmp_path_factory.mktemp(name) / "home"
+    shutil.copytree(seed, home)
+    return home
+
+
+@pytest.fixture(scope="session")
+def _loopback_without_proxy():
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NO_PROXY", "127.0.0.1,localhost")
+        mp.setenv("no_proxy", "127.0.0.1,localhost")
+        yield
+
+
+@pytest.fixture(scope="session")
+def server(langserve_seed_home, tmp_path_factory, _loopback_without_proxy) -> LangServeServer:
+    """The app with API keys for acme and globex, no local development mode."""
+    home = _copy_home(langserve_seed_home, tmp_path_factory, "langserve-keys")
+    with LangServeServer(home, KEYS) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def dev_server(langserve_seed_home, tmp_path_factory, _loopback_without_proxy) -> LangServeServer:
+    """The app in local development mode (RAGATE_LOCAL_DEV=1) with RAGATE_TENANT=globex and the
+    acme key still configured."""
+    home = _copy_home(langserve_seed_home, tmp_path_factory, "langserve-dev")
+    env = {"RAGATE_LOCAL_DEV": "1", "RAGATE_TENANT": "globex"}
+    with LangServeServer(home, {"acme": KEYS["acme"]}, env) as srv:
+        yield srv
