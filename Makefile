@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 LS_VENV ?= .venv-langserve
 LS_BIN  := $(LS_VENV)/bin
 
-.PHONY: demo test install install-test install-langserve test-langserve bench clean
+.PHONY: demo test serve install install-test install-serve install-langserve test-langserve bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,17 @@ install-langserve: $(LS_BIN)/python
 
 demo: install
 	$(BIN)/ragate demo
+
+install-serve: $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[serve]"
+
+# The LangGraph server with the samples, on this machine only, without keys (local development
+# mode; keyless requests are tenant $(SERVE_TENANT) unless they name another). Production: set
+# RAGATE_API_KEYS and run `ragate serve` without --local-dev.
+SERVE_PORT   ?= 2024
+SERVE_TENANT ?= acme
+serve: install-serve
+	RAGATE_TENANT=$(SERVE_TENANT) $(BIN)/ragate serve --samples --local-dev --port $(SERVE_PORT)
 
 test: install-test
 	$(BIN)/python -m pytest -q
