@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -49,8 +51,19 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_QUESTION_CHARS = 4000
 THREAD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+MAX_RUNS_SETTING = "RAGATE_MAX_CONCURRENT_RUNS"
+DEFAULT_MAX_CONCURRENT_RUNS = 4
 CHAT_FIELDS = {"question", "intent", "entity", "thread_id", "tenant", "context", "request_id"}
 FEEDBACK_FIELDS = {"request_id", "rating", "comment", "tenant"}
+
+
+def _max_concurrent_runs() -> int:
+    """RAGATE_MAX_CONCURRENT_RUNS: graph runs /api/chat lets in at once (default 4); a bad value
+    names the variable at start-up."""
+    value = os.environ.get(MAX_RUNS_SETTING, "").strip() or str(DEFAULT_MAX_CONCURRENT_RUNS)
+    if not value.isdigit() or not 1 <= int(value) <= 256:
+        raise ValueError(f"{MAX_RUNS_SETTING}={value!r}: expected an integer from 1 to 256")
+    return int(value)
 
 
 class BadRequest(Exception):
@@ -73,6 +86,7 @@ class Server:
 
     context: Context | None = None
     keyring: KeyRing | None = None
+    max_concurrent_runs: int = field(default_factory=lambda: _max_concurrent_runs())
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -263,6 +277,15 @@ def build_app(server: Server | None = None) -> Starlette:
     async def run_sync(fn, *args):
         return await run_in_threadpool(fn, *args)
 
+    # Graph runs are admitted a few at a time, first come first served. The graph is CPU-bound
+    # Python: twenty runs sharing one interpreter do not finish sooner than four, they all finish
+    # late (bench/RESULTS.md, "Load": p99 1.6 s with every request in the graph, 0.5 s with four).
+    runs = anyio.CapacityLimiter(server.max_concurrent_runs)
+
+    async def run_graph(fn):
+        async with runs:
+            return await run_in_threadpool(fn)
+
     @_handles_errors
     async def session(request: Request) -> Response:
         caller = await run_sync(server.caller, request)
@@ -273,7 +296,7 @@ def build_app(server: Server | None = None) -> Starlette:
     async def chat(request: Request) -> Response:
         data = await _json_body(request, CHAT_FIELDS)
         parsed = await run_sync(server.parse_chat, request, data)
-        output = await run_sync(lambda: server.ragate.ask(parsed.question, **_ask_kwargs(parsed)))
+        output = await run_graph(lambda: server.ragate.ask(parsed.question, **_ask_kwargs(parsed)))
         return JSONResponse(_chat_output(output, parsed.thread_id))
 
     @_handles_errors
@@ -296,7 +319,13 @@ def build_app(server: Server | None = None) -> Starlette:
                 yield _sse("error", {"error": f"internal error (reference {reference} in the server log)",
                                      "request_id": parsed.request_id})
 
-        return StreamingResponse(events(), media_type="text/event-stream",
+        async def admitted_events() -> AsyncIterator[str]:
+            async with runs:  # the whole stream is one graph run
+                iterator = events()
+                while (event := await run_in_threadpool(next, iterator, None)) is not None:
+                    yield event
+
+        return StreamingResponse(admitted_events(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     @_handles_errors
