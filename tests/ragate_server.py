@@ -32,54 +32,44 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class RagateServer:
-    def __init__(self, home: Path, *, keys: dict[str, str] | None = None, local_dev: bool = False,
-                 env: dict[str, str] | None = None, startup_timeout: float = 90.0, samples: bool = True):
-        self.home = Path(home)
-        self.keys = dict(keys or {})
-        self.local_dev = local_dev
-        self.extra_env = dict(env or {})
+class ChildServer:
+    """A server in a child process on 127.0.0.1 and a free port: started with `argv()` and `env()`,
+    ready when `ready_path` answers 200 within `startup_timeout`, stopped by its process group
+    (SIGTERM, then SIGKILL) whatever the test did. Subclasses say what to run."""
+
+    name = "server"
+    ready_path = "/ok"
+
+    def __init__(self, log_path: Path, startup_timeout: float):
         self.startup_timeout = startup_timeout
-        self.samples = samples
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = self.home / "server.log"
+        self.log_path = log_path
         self.proc: subprocess.Popen | None = None
 
-    def auth(self, key: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {key}"}
+    def argv(self) -> list[str]:
+        raise NotImplementedError
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGATE_", "LANGSMITH_", "LANGCHAIN_"))}
-        env.update({"RAGATE_HOME": str(self.home), "PYTHONUNBUFFERED": "1"})
-        if self.keys:
-            env["RAGATE_API_KEYS"] = ",".join(f"{k}:{t}" for k, t in self.keys.items())
-        env.update(self.extra_env)
-        return env
+        raise NotImplementedError
 
     def start(self) -> Self:
-        self.home.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "graph.cli", "serve", "--port", str(self.port)]
-        if self.samples:
-            argv.append("--samples")
-        if self.local_dev:
-            argv.append("--local-dev")
         with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(argv, cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+            self.proc = subprocess.Popen(self.argv(), cwd=ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"ragate serve exited with {self.proc.returncode}:\n{self.log_tail()}")
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                with urllib.request.urlopen(f"{self.url}/ok", timeout=2) as r:
+                with urllib.request.urlopen(f"{self.url}{self.ready_path}", timeout=2) as r:
                     if r.status == 200:
                         return self
             except (urllib.error.URLError, OSError):
                 pass
             time.sleep(0.3)
         self.stop()
-        raise RuntimeError(f"ragate serve did not answer /ok within {self.startup_timeout} s:\n{self.log_tail()}")
+        raise RuntimeError(f"{self.name} did not answer {self.ready_path} within {self.startup_timeout} s:\n{self.log_tail()}")
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -109,3 +99,38 @@ class RagateServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class RagateServer(ChildServer):
+    """`ragate serve`, the samples ingested into `home` first (`--samples`)."""
+
+    name = "ragate serve"
+
+    def __init__(self, home: Path, *, keys: dict[str, str] | None = None, local_dev: bool = False,
+                 env: dict[str, str] | None = None, startup_timeout: float = 90.0, samples: bool = True):
+        self.home = Path(home)
+        self.home.mkdir(parents=True, exist_ok=True)
+        super().__init__(self.home / "server.log", startup_timeout)
+        self.keys = dict(keys or {})
+        self.local_dev = local_dev
+        self.extra_env = dict(env or {})
+        self.samples = samples
+
+    def auth(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    def argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "graph.cli", "serve", "--port", str(self.port)]
+        if self.samples:
+            argv.append("--samples")
+        if self.local_dev:
+            argv.append("--local-dev")
+        return argv
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGATE_", "LANGSMITH_", "LANGCHAIN_"))}
+        env.update({"RAGATE_HOME": str(self.home), "PYTHONUNBUFFERED": "1"})
+        if self.keys:
+            env["RAGATE_API_KEYS"] = ",".join(f"{k}:{t}" for k, t in self.keys.items())
+        env.update(self.extra_env)
+        return env

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
+from ragate_server import ChildServer  # tests/ is on sys.path: the root conftest's folder
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,12 +27,6 @@ TENANTS = ("acme", "globex")
 KEYS = {"acme": "acme-langserve-key-01", "globex": "globex-langserve-key-01"}   # tenant -> its API key
 # Variables that would steer the server away from what the tests set up.
 _DROPPED_PREFIXES = ("RAGATE_", "LANGSMITH_", "LANGCHAIN_", "OPENAI_", "COHERE_", "CO_API_", "QDRANT_")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def child_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -56,73 +47,31 @@ def ingest_samples(home: Path, timeout: float = 300) -> None:
         assert done.returncode == 0, f"ingest {tenant} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
 
 
-class LangServeServer:
-    """`uvicorn graph.langserve_app:app` on a free port with its own RAGATE_HOME; waits for /health
-    within `startup_timeout`; stopped by its process group (SIGTERM, then SIGKILL)."""
+class LangServeServer(ChildServer):
+    """`uvicorn graph.langserve_app:app` with its own RAGATE_HOME, ready when /health answers."""
+
+    name = "the LangServe app"
+    ready_path = "/health"
 
     def __init__(self, home: Path, keys: dict[str, str], env: dict[str, str] | None = None,
                  startup_timeout: float = 120.0):
+        super().__init__(home.parent / f"{home.name}-server.log", startup_timeout)
         self.home = home
         self.keys = dict(keys)
         self.extra_env = {"RAGATE_API_KEYS": ",".join(f"{key}:{tenant}" for tenant, key in self.keys.items()),
                           **(env or {})}
-        self.startup_timeout = startup_timeout
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = home.parent / f"{home.name}-server.log"
-        self.proc: subprocess.Popen | None = None
 
-    def start(self) -> "LangServeServer":
-        import httpx
-
-        argv = [sys.executable, "-m", "uvicorn", "graph.langserve_app:app", "--host", "127.0.0.1",
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "uvicorn", "graph.langserve_app:app", "--host", "127.0.0.1",
                 "--port", str(self.port), "--log-level", "warning"]
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(argv, cwd=ROOT, env=child_env(self.home, self.extra_env), stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + self.startup_timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the LangServe app exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        self.stop()
-        raise RuntimeError(f"the LangServe app did not answer /health within {self.startup_timeout} s:\n{self.log_tail()}")
 
-    def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-
-    def log_tail(self, lines: int = 60) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.splitlines()[-lines:])
+    def env(self) -> dict[str, str]:
+        return child_env(self.home, self.extra_env)
 
     def auth(self, tenant: str | None) -> dict[str, str]:
         """The headers of a caller holding `tenant`'s key; none for a keyless caller."""
         return {"Authorization": f"Bearer {self.keys[tenant]}"} if tenant else {}
 
-    def __enter__(self) -> "LangServeServer":
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
 
 
 @pytest.fixture(scope="session")
