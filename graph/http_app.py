@@ -42,15 +42,15 @@ from graph.audit import REQUESTS, namespace
 from graph.context import Context
 from graph.feedback import FeedbackError, UnknownRequestError, parse_rating
 from graph.policy import PolicyError, load_policy
+from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN
 from graph.tenancy import AccessError, Caller, KeyConfigError, KeyRing, caller_context
 
 log = logging.getLogger("ragate.http")
 
 WEB = Path(__file__).resolve().parent / "web"
 MAX_BODY_BYTES = 64 * 1024
-MAX_QUESTION_CHARS = 4000
 THREAD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-REQUEST_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+REQUEST_ID_RE = re.compile(REQUEST_ID_PATTERN)
 MAX_RUNS_SETTING = "RAGATE_MAX_CONCURRENT_RUNS"
 DEFAULT_MAX_CONCURRENT_RUNS = 4
 CHAT_FIELDS = {"question", "intent", "entity", "thread_id", "tenant", "context", "request_id"}

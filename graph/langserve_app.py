@@ -64,14 +64,13 @@ from starlette.concurrency import run_in_threadpool
 
 from graph.context import Context
 from graph.output import to_output
+from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN
 from graph.tenancy import (AUTH_USER_KEY, CALLER_SETTABLE, AccessError, KeyConfigError, KeyRing, caller_context,
                            caller_tenant)
 
 log = logging.getLogger("ragate.langserve")
 
 PATH = "/rag"
-MAX_QUESTION_CHARS = 4000      # the same limits as /api/chat (graph/http_app.py)
-REQUEST_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 MAX_HISTORY_TURNS = 20
 STREAM_MODES = ["updates", "messages", "values"]
 

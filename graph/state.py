@@ -99,6 +99,11 @@ class Turn(TypedDict, total=False):
     final_decision: Decision
 
 
+# Limits of what a caller sends, the same on every entry point (/api/chat, LangServe's /rag).
+MAX_QUESTION_CHARS = 4000
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+
+
 class InputState(TypedDict, total=False):
     """What a caller sends."""
 
