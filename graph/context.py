@@ -7,7 +7,10 @@ Python callers configure the same graph the same way.
 
 from __future__ import annotations
 
+import functools
 import os
+import types
+import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -164,8 +167,8 @@ class Context:
         """A context may come from JSON (a server run, Studio's form): a value of the wrong type is
         refused here, naming the field, rather than failing somewhere inside a node."""
         for f in fields(self):
-            value, kind = getattr(self, f.name), _FIELD_KINDS[f.name]
-            if value is None and f.name in _OPTIONAL:
+            value, (kind, optional) = getattr(self, f.name), _field_kinds()[f.name]
+            if value is None and optional:
                 continue
             if kind is float and isinstance(value, int) and not isinstance(value, bool):
                 setattr(self, f.name, float(value))
@@ -175,7 +178,7 @@ class Context:
             if not ok:
                 expected = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
                             list: "a list of names"}[kind]
-                raise ValueError(f"{f.name} must be {expected}{' or null' if f.name in _OPTIONAL else ''}, "
+                raise ValueError(f"{f.name} must be {expected}{' or null' if optional else ''}, "
                                  f"not {value!r}")
 
     @property
@@ -187,10 +190,12 @@ class Context:
         return {f.name: f.metadata.get("description", "") for f in fields(cls)}
 
 
-# What each field holds (checked by Context._check_types) and which may be None.
-_FIELD_KINDS = {"tenant": str, "policy_path": str, "home": str, "embedding_model": str, "chunk_tokens": int,
-                "overlap_tokens": int, "chat_model": str, "rerank_model": str, "provider_timeout_s": float,
-                "provider_retries": int, "memory_url": str, "vector_store": str, "collections": list, "k": int,
-                "top_n": int, "current_year": int, "min_score": float, "max_context_chars": int, "retrieval_mode": str,
-                "decompose": bool, "rerank": bool, "boosts": bool}
-_OPTIONAL = {"tenant", "memory_url", "collections", "k", "top_n", "current_year", "min_score", "max_context_chars"}
+@functools.cache
+def _field_kinds() -> dict[str, tuple[type, bool]]:
+    """{field: (str | int | float | bool | list, whether None is allowed)}, read off the annotations."""
+    kinds = {}
+    for name, hint in typing.get_type_hints(Context).items():
+        args = typing.get_args(hint) if isinstance(hint, types.UnionType) else (hint,)
+        kind = next(a for a in args if a is not type(None))
+        kinds[name] = (typing.get_origin(kind) or kind, type(None) in args)
+    return kinds
