@@ -43,7 +43,7 @@ from graph.context import Context
 from graph.feedback import FeedbackError, UnknownRequestError, parse_rating
 from graph.policy import PolicyError, load_policy
 from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN
-from graph.tenancy import AccessError, Caller, KeyConfigError, KeyRing, caller_context
+from graph.tenancy import AccessError, Caller, KeyRing, caller_context, server_keyring
 
 log = logging.getLogger("ragate.http")
 
@@ -81,8 +81,8 @@ def _error(status: int, message: str, **extra: Any) -> JSONResponse:
 
 @dataclass
 class Server:
-    """What the routes share: the key ring, the server's base context and one `Ragate` (opened on
-    first use, so importing the app opens nothing)."""
+    """What the routes share: the key ring (the process's, unless one is given), the server's base
+    context and one `Ragate` (opened on first use, so importing the app opens nothing)."""
 
     context: Context | None = None
     keyring: KeyRing | None = None
@@ -91,13 +91,11 @@ class Server:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._ragate = None
-        self._keyring_error: str | None = None
         if self.keyring is None:
             try:
-                self.keyring = KeyRing()
-            except KeyConfigError as exc:  # said on every request instead of crashing the server
-                self._keyring_error = str(exc)
-                log.error("ragate: API keys cannot be read: %s", exc)
+                server_keyring()
+            except AccessError as exc:  # said on every request instead of crashing the server
+                log.error("ragate: %s", exc.message)
 
     @property
     def base_context(self) -> Context:
@@ -113,9 +111,7 @@ class Server:
             return self._ragate
 
     def caller(self, request: Request) -> Caller:
-        if self.keyring is None:
-            raise AccessError(500, f"the server's API keys cannot be read: {self._keyring_error}")
-        return self.keyring.authenticate(request.headers.get("authorization"))
+        return (self.keyring or server_keyring()).authenticate(request.headers.get("authorization"))
 
     def parse_chat(self, request: Request, data: dict[str, Any]) -> "ChatRequest":
         return parse_chat(data, self.caller(request), self.base_context)

@@ -65,7 +65,7 @@ from starlette.concurrency import run_in_threadpool
 from graph.context import Context
 from graph.output import to_output
 from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN
-from graph.tenancy import (AUTH_USER_KEY, CALLER_SETTABLE, AccessError, KeyConfigError, KeyRing, caller_context,
+from graph.tenancy import (AUTH_USER_KEY, CALLER_SETTABLE, AccessError, caller_context, server_keyring,
                            caller_tenant)
 
 log = logging.getLogger("ragate.langserve")
@@ -331,20 +331,6 @@ class RagateRunnable(Runnable[dict, dict]):
 # --- authentication: LangServe's per-request config modifier --------------------------------------
 
 runnable = RagateRunnable()
-_keyring: KeyRing | None = None
-_keyring_lock = threading.Lock()
-
-
-def keyring() -> KeyRing:
-    """The server's keys (RAGATE_API_KEYS, RAGATE_API_KEYS_FILE, RAGATE_LOCAL_DEV), read once; the
-    key file is re-read when it changes."""
-    global _keyring
-    with _keyring_lock:
-        if _keyring is None:
-            _keyring = KeyRing()
-        return _keyring
-
-
 def _http_error(status: int, message: str) -> HTTPException:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return HTTPException(status_code=status, detail=message, headers=headers)
@@ -357,10 +343,7 @@ def authorize(config: dict[str, Any], request: Request) -> dict[str, Any]:
     client sent under `configurable` besides those settings is gone from the run's config.
     (Synchronous: LangServe runs it in its event loop; a key file is a small local read.)"""
     try:
-        try:
-            caller = keyring().authenticate(request.headers.get("authorization"))
-        except KeyConfigError as exc:
-            raise AccessError(500, f"the server's API keys cannot be read: {exc}") from None
+        caller = server_keyring().authenticate(request.headers.get("authorization"))
         sent = config.get("configurable") or {}
         settings = {k: v for k, v in sent.items() if v is not None}
         refused = sorted(set(settings) - set(CALLER_SETTABLE))
@@ -402,7 +385,7 @@ async def lifespan(_app: FastAPI):
     def start() -> None:
         from graph.providers import check_providers
 
-        keys = keyring()
+        keys = server_keyring()
         if not keys.configured and not keys.local_dev:
             log.warning("ragate langserve: no API keys (RAGATE_API_KEYS / RAGATE_API_KEYS_FILE): every request will "
                         "be refused; set RAGATE_LOCAL_DEV=1 to serve keyless requests on your machine")

@@ -25,32 +25,21 @@ from typing import Any
 from langgraph_sdk import Auth
 
 from graph.context import Context
-from graph.tenancy import LOCAL_DEV_ID, AccessError, Caller, KeyConfigError, KeyRing, caller_context
+from graph.tenancy import LOCAL_DEV_ID, AccessError, Caller, caller_context, server_keyring
 
 auth = Auth()
 TENANT_META = "ragate_tenant"
 CONTEXT_FIELDS = frozenset(f.name for f in dataclasses.fields(Context))
-_keyring: KeyRing | None = None
 
 
 def _http_error(exc: AccessError) -> Auth.exceptions.HTTPException:
     return Auth.exceptions.HTTPException(status_code=exc.status, detail=exc.message)
 
 
-def keyring() -> KeyRing:
-    global _keyring
-    if _keyring is None:
-        try:
-            _keyring = KeyRing()
-        except KeyConfigError as exc:
-            raise Auth.exceptions.HTTPException(status_code=500, detail=f"the server's API keys cannot be read: {exc}")
-    return _keyring
-
-
 @auth.authenticate
 async def authenticate(authorization: str | None) -> Auth.types.MinimalUserDict:
     try:
-        caller = await asyncio.to_thread(lambda: keyring().authenticate(authorization))  # the key file is read from disk
+        caller = await asyncio.to_thread(lambda: server_keyring().authenticate(authorization))  # the key file is read from disk
     except AccessError as exc:
         raise _http_error(exc) from None
     return caller.as_auth_user()

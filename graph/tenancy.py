@@ -170,7 +170,7 @@ class KeyRing:
         try:
             keys = self.keys()
         except KeyConfigError as exc:
-            raise AccessError(500, f"the server's API keys cannot be read: {exc}") from None
+            raise unreadable_keys(exc) from None
         tenant = None
         for key, key_tenant in keys.items():  # compare with every key: the time taken says nothing
             if hmac.compare_digest(key.encode("utf-8"), token.encode("utf-8")):
@@ -178,6 +178,29 @@ class KeyRing:
         if tenant is None:
             raise AccessError(401, "unknown API key")
         return Caller(tenant=tenant, key_id=fingerprint(token), local_dev=self.local_dev)
+
+
+def unreadable_keys(exc: KeyConfigError) -> AccessError:
+    """A broken key configuration, as the 500 every server answers with (naming the setting, never a key)."""
+    return AccessError(500, f"the server's API keys cannot be read: {exc}")
+
+
+_server_keyring: KeyRing | None = None
+_server_keyring_lock = threading.Lock()
+
+
+def server_keyring() -> KeyRing:
+    """The process's keys, from its environment: one KeyRing for every server in the process (the
+    LangGraph server's auth and ragate's routes share it; the key file is re-read when it changes).
+    Raises AccessError (500) while the configuration cannot be read, and tries again next time."""
+    global _server_keyring
+    with _server_keyring_lock:
+        if _server_keyring is None:
+            try:
+                _server_keyring = KeyRing()
+            except KeyConfigError as exc:
+                raise unreadable_keys(exc) from None
+        return _server_keyring
 
 
 def resolve_tenant(caller: Caller, requested: str | None) -> str:
