@@ -222,15 +222,20 @@ def cmd_feedback(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    """Ingest the bundled sample corpus and answer a few sample questions."""
+def _ingest_samples(ctx, progress: bool) -> None:
+    """The bundled sample corpus, both tenants, into the collection `documents` (idempotent)."""
     from graph.ingest import ingest_path
 
-    ctx = _context(args)
     for tenant in ("acme", "globex"):
-        report = ingest_path(SAMPLES / tenant, collection="documents", tenant=tenant, context=ctx, progress=not args.quiet)
+        report = ingest_path(SAMPLES / tenant, collection="documents", tenant=tenant, context=ctx, progress=progress)
         print(f"ingested samples/{tenant}: {report.documents_written} written, {report.documents_unchanged} unchanged, "
               f"{report.chunks_written} chunks")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Ingest the bundled sample corpus and answer a few sample questions."""
+    ctx = _context(args)
+    _ingest_samples(ctx, progress=not args.quiet)
     _request_log(ctx)
     rag = _ragate(ctx, "ragate demo")
     if rag is None:
@@ -282,13 +287,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
               "or pass --local-dev to serve requests without keys (your machine only)", file=sys.stderr)
         return 2
     if args.samples:
-        from graph.ingest import ingest_path
-
-        os.environ.update({k: v for k, v in env.items() if k.startswith("RAGATE_")})
-        ctx = _context(args)
-        for tenant in ("acme", "globex"):
-            report = ingest_path(SAMPLES / tenant, collection="documents", tenant=tenant, context=ctx, progress=False)
-            print(f"ingested samples/{tenant}: {report.documents_written} written, {report.documents_unchanged} unchanged")
+        _ingest_samples(_context(args), progress=False)  # the flags, as the server gets them through `env`
         from graph.vectorstore import close_all
 
         close_all()  # the server opens the embedded engine's folder itself: one opener per folder

@@ -178,6 +178,12 @@ def _question(data: dict[str, Any]) -> str:
     return value
 
 
+def _check_request_id(request_id: str, name: str) -> str:
+    if not REQUEST_ID_RE.match(request_id):
+        raise BadRequest(422, f"{name} must be 1-128 letters, digits, '.', '_', ':' or '-'", "request_id")
+    return request_id
+
+
 def _known_routing(ctx: Context) -> tuple[set[str], set[str]] | None:
     """(intents, entities) the policy knows; None when the policy is broken (the graph then answers
     with retrieval disabled and says why, which is more useful than refusing the question)."""
@@ -225,9 +231,7 @@ def parse_chat(data: dict[str, Any], caller: Caller, base: Context) -> ChatReque
     if thread_id is not None and not THREAD_ID_RE.match(thread_id):
         raise BadRequest(422, "thread_id must be 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter "
                               "or digit", "thread_id")
-    request_id = _optional_str(data, "request_id", 128) or uuid.uuid4().hex
-    if not REQUEST_ID_RE.match(request_id):
-        raise BadRequest(422, "request_id must be 1-128 letters, digits, '.', '_', ':' or '-'", "request_id")
+    request_id = _check_request_id(_optional_str(data, "request_id", 128) or uuid.uuid4().hex, "request_id")
     return ChatRequest(question, ctx, intent, entity, thread_id, request_id)
 
 
@@ -352,9 +356,7 @@ def build_app(server: Server | None = None) -> Starlette:
     @_handles_errors
     async def rag_debug(request: Request) -> Response:
         ctx = await run_sync(server.tenant_context, request, {"tenant": request.query_params.get("tenant")})
-        request_id = request.path_params["request_id"]
-        if not REQUEST_ID_RE.match(request_id):
-            raise BadRequest(422, "request id must be 1-128 letters, digits, '.', '_', ':' or '-'", "request_id")
+        request_id = _check_request_id(request.path_params["request_id"], "request id")
         item = await run_sync(lambda: server.ragate.store.get(namespace(REQUESTS, ctx.tenant), request_id))
         if item is None:
             raise BadRequest(404, f"unknown request id {request_id!r} for tenant {ctx.tenant!r}", "request_id")
