@@ -254,6 +254,7 @@ SERVE_ENV = {"home": "RAGATE_HOME", "policy_path": "RAGATE_POLICY", "embedding_m
 # Offline by default: no analytics, no version check, no LangSmith tracing (unless the user set them).
 SERVE_OFFLINE_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
 LANGGRAPH_JSON = Path(__file__).resolve().parent.parent / "langgraph.json"
+SERVE_PATH_SETTINGS = ("RAGATE_HOME", "RAGATE_POLICY", "RAGATE_API_KEYS_FILE")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -303,8 +304,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not args.reload:
         argv.append("--no-reload")
     # The dev server keeps its threads and runs in ./.langgraph_api: run it from the data folder, so
-    # they live beside ragate's own data, not in the source tree.
-    home = Path(env.get("RAGATE_HOME") or ".ragate").expanduser().resolve()
+    # they live beside ragate's own data, not in the source tree. Paths given relative to where the
+    # command was typed are made absolute first, or the server would look for them from there.
+    for var in SERVE_PATH_SETTINGS:
+        if env.get(var, "").strip():
+            env[var] = str(Path(env[var].strip()).expanduser().resolve())
+    home = _context(args).home_path.resolve()
+    env["RAGATE_HOME"] = str(home)
     home.mkdir(parents=True, exist_ok=True)
     os.chdir(home)
     os.execve(sys.executable, argv, env)  # the server takes this process (and its pid) over
