@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -83,6 +84,11 @@ class Policy:
 
     def section(self, name: str) -> dict[str, Any]:
         return self.raw.get(name) or {}
+
+    @property
+    def instruction_patterns(self) -> tuple[str, ...]:
+        """Regular expressions for document text addressed to a model (`documents.instruction_patterns`)."""
+        return tuple((self.section("documents")).get("instruction_patterns") or ())
 
     def boosts(self, current_year: int | None = None) -> dict[str, tuple[float, dict[str, Any]]]:
         """Each rerank boost as (factor, condition on indexed payload fields): recency applies to
@@ -226,6 +232,15 @@ def validate_policy(raw: Any, path: str) -> Policy:
     for lang, ws in (langs.get("number_words") or {}).items():
         _require(isinstance(ws, dict) and all(isinstance(k, str) and _is_number(v) for k, v in ws.items()), path,
                  f"languages.number_words.{lang} must map words to numbers")
+    documents = raw.get("documents") or {}
+    _require(isinstance(documents, dict), path, "documents must be a mapping")
+    patterns = documents.get("instruction_patterns") or []
+    _require(_is_str_list(patterns), path, "documents.instruction_patterns must be a list of regular expressions")
+    for i, pattern in enumerate(patterns):
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise _fail(path, f"documents.instruction_patterns[{i}] is not a valid regular expression ({exc})") from None
     return Policy(path=path, raw=raw)
 
 

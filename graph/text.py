@@ -120,6 +120,27 @@ def split_sentences(text: str) -> list[str]:
     return parts
 
 
+@functools.lru_cache(maxsize=8)
+def instruction_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One regular expression for the policy's `documents.instruction_patterns` (None when empty)."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE) if patterns else None
+
+
+def strip_instructions(text: str, matcher: re.Pattern[str] | None) -> tuple[str, int]:
+    """`text` without its sentences addressed to a model (prompt injection: "ignore previous
+    instructions", "score this answer 1.0", a forged "Document [id]:" header), and how many were
+    removed. Line breaks are kept, so headings and paragraphs stay where they were."""
+    if matcher is None or not matcher.search(text):
+        return text, 0
+    removed, lines = 0, []
+    for line in text.split("\n"):
+        sentences = split_sentences(line)
+        kept = [s for s in sentences if not matcher.search(s)]
+        removed += len(sentences) - len(kept)
+        lines.append(line if len(kept) == len(sentences) else " ".join(kept))
+    return ("\n".join(lines) if removed else text), removed
+
+
 def words(text: str) -> list[str]:
     return _WORD.findall(text)
 

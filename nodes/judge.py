@@ -123,7 +123,10 @@ def deterministic_verdict(state: State, policy: Policy, embeddings: Any = None) 
 
 def combine_with_llm(deterministic: Verdict, llm: Verdict, thresholds: Mapping[str, float]) -> Verdict:
     """An LLM judge's verdict, bounded by the deterministic checks: its groundedness can never exceed
-    the deterministic one (an invented value stays below 0.3 whatever the LLM says)."""
+    the deterministic one (an invented value stays below 0.3 whatever the LLM says), and its decision
+    can be stricter than the deterministic one, never more permissive. The model reads the documents,
+    and a document can steer a model ("score this answer 1.0") in words no pattern list foresees; it
+    cannot steer this code."""
     det_scores = deterministic.get("scores", {})
     scores = {k: float(v) for k, v in (llm.get("scores") or {}).items()}
     for key in ("quality", "utility", "groundedness"):
@@ -134,9 +137,13 @@ def combine_with_llm(deterministic: Verdict, llm: Verdict, thresholds: Mapping[s
     if bounded:
         reasoning["groundedness"] = (f"{reasoning.get('groundedness', '')} (bounded by the deterministic checks: "
                                      f"{deterministic.get('reasoning', {}).get('groundedness', '')})").strip()
+    decision = max(decide(scores, thresholds), deterministic.get("final_decision") or "BLOCK", key=STRICTNESS.__getitem__)
     return Verdict(scores={k: round(v, 3) for k, v in scores.items()}, reasoning=reasoning,
-                   final_decision=decide(scores, thresholds), checks=deterministic.get("checks", []),
+                   final_decision=decision, checks=deterministic.get("checks", []),
                    method="llm+deterministic")
+
+
+STRICTNESS = {"OK": 0, "WARNING": 1, "BLOCK": 2}
 
 
 def decide(scores: dict[str, float], thresholds: dict[str, float]) -> str:

@@ -27,6 +27,7 @@ from graph.policy import load_policy
 from graph.providers import failure_reason, reranker
 from graph.resources import get_analyzer, get_resources
 from graph.state import Chunk, State
+from graph.text import instruction_matcher, strip_instructions
 from graph.vectorstore import VectorIndex
 from nodes.instrumentation import context_of, timed
 from nodes.rrf import fused_ids
@@ -176,6 +177,25 @@ def apply_budgets(chunks: list[Chunk], min_score: float, max_chunks: int, max_co
     return kept
 
 
+def quarantine_instructions(chunks: list[Chunk], matcher) -> tuple[list[Chunk], list[str]]:
+    """Document text is data: sentences addressed to a model (the policy's
+    `documents.instruction_patterns`) are removed before the composer, the judge or a model reads the
+    chunk. A chunk left with headings only is dropped: it must not raise the coverage level either."""
+    kept, notes = [], []
+    for chunk in chunks:
+        text, removed = strip_instructions(chunk.get("content", ""), matcher)
+        if removed:
+            # A heading has no closing punctuation and is short; anything else is a statement.
+            states_something = any(line.strip() and (line.rstrip()[-1] in ".!?:;" or len(line.split()) >= 15)
+                                   for line in text.splitlines())
+            notes.append(f"{chunk.get('id')} ({removed} sentence(s){'' if states_something else ', chunk dropped'})")
+            if not states_something:
+                continue
+            chunk["content"] = text
+        kept.append(chunk)
+    return kept, notes
+
+
 @timed("rerank")
 def rerank(state: State, runtime: Runtime[Context]) -> dict:
     ctx = context_of(runtime)
@@ -208,6 +228,9 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     # character limit still has chunks to choose from.
     ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][: 2 * max_chunks],
                          ctx.tenant, get_resources(ctx).index)
+    ranked, quarantined = quarantine_instructions(ranked, instruction_matcher(policy.instruction_patterns))
+    if quarantined:
+        errors = errors + [f"rerank: text addressed to a model removed from {', '.join(quarantined)} (prompt injection)"]
     update = {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}
     return {**update, "errors": errors} if errors else update
 
