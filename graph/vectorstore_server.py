@@ -20,7 +20,9 @@ import functools
 import threading
 from typing import Any
 
+from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
+from langchain_core.retrievers import BaseRetriever
 
 from graph.vectorstore import (
     COLLECTION_SCHEMA,
@@ -256,10 +258,34 @@ class QdrantServerIndex:
         )
 
     def governed_retriever(self, collection: str, tenant: str, embeddings: Embeddings, sparse_embeddings: Any = None,
-                           k: int = 5):
+                           k: int = 5) -> GovernedRetriever:
         """A LangChain retriever over `collection` that only ever sees `tenant`'s servable chunks."""
-        store = self.langchain_store(collection, embeddings, sparse_embeddings)
-        return store.as_retriever(search_kwargs={"k": k, "filter": governance_filter(tenant)})
+        gate_fields(tenant)  # no tenant, no retriever
+        return GovernedRetriever(store=self.langchain_store(collection, embeddings, sparse_embeddings),
+                                 tenant=str(tenant), k=k)
+
+
+class GovernedRetriever(BaseRetriever):
+    """A retriever bound to one tenant's gates. LangChain's own `VectorStoreRetriever` merges the
+    arguments of each call over its `search_kwargs`, so `retriever.invoke(q, filter=None)` would drop a
+    tenant filter kept there: here the gates are built at every call, and a caller's `filter` (a Qdrant
+    `Filter` or {field: value}) can only narrow them."""
+
+    store: Any
+    tenant: str
+    k: int = 5
+
+    def _get_relevant_documents(self, query: str, *, run_manager: Any = None, filter: Any = None,
+                                k: int | None = None, **kwargs: Any) -> list[Document]:
+        if kwargs:
+            raise TypeError(f"unsupported search arguments {sorted(kwargs)} (allowed: filter, k)")
+        if isinstance(filter, dict):
+            gates = governance_filter(self.tenant, filter)  # refuses a filter on a gate field
+        else:
+            gates = governance_filter(self.tenant)
+            if filter is not None:
+                gates = _models().Filter(must=[gates, filter])
+        return self.store.similarity_search(query, k=int(k or self.k), filter=gates)
 
 
 _indexes: dict[tuple[str, str | None, float], QdrantServerIndex] = {}

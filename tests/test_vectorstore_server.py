@@ -206,3 +206,30 @@ def _server_args(ctx):
     import os
 
     return os.environ["QDRANT_URL"], None, float(ctx.provider_timeout_s)
+
+
+def test_no_call_argument_loosens_the_governed_retrievers_gates(on_server):
+    """LangChain's VectorStoreRetriever lets each call's arguments replace its `search_kwargs`
+    (`invoke(q, filter=None)` would drop a tenant filter kept there). The governed retriever builds
+    the gates at every call: a caller's filter can only narrow them."""
+    from qdrant_client import models
+
+    ctx = on_server("globex")
+    index = open_server_index(*_server_args(ctx))
+    retriever = index.governed_retriever("documents", "globex", get_resources(ctx).embeddings, k=20)
+    question = "vendas de inverno da Acme e decisões judiciais"
+    acme_wide = models.Filter(should=[models.FieldCondition(key=TENANT_FIELD, match=models.MatchValue(value="acme"))])
+    for kwargs in ({}, {"filter": None}, {"filter": acme_wide}, {"filter": models.Filter()}, {"k": 50}):
+        docs = retriever.invoke(question, **kwargs)
+        ids = [str(d.metadata["_id"]) for d in docs]
+        assert len(index.fetch("documents", "globex", ids)) == len(ids), kwargs  # each passes globex's gates
+    assert retriever.invoke(question, filter=acme_wide) == []  # ANDed with globex's tenant: nothing
+    narrowed = retriever.invoke(question, filter={"docType": "legal"})
+    assert narrowed and {d.metadata["docType"] for d in narrowed} == {"legal"}
+    for loosening in ({TENANT_FIELD: "acme"}, {"isApprovedForAI": "false"}, {"status": "draft"}):
+        with pytest.raises(ValueError, match="is not allowed"):
+            retriever.invoke(question, filter=loosening)
+    with pytest.raises(TypeError, match="unsupported search arguments"):
+        retriever.invoke(question, score_threshold=0.0)
+    with pytest.raises(Exception, match="tenant is required"):
+        index.governed_retriever("documents", "", get_resources(ctx).embeddings)
