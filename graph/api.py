@@ -8,6 +8,7 @@
     rag.feedback(result["request_id"], rating="up", comment="useful")
     for kind, item in rag.stream("Quais ações o playbook recomenda?"):  # tokens, with a chat model
         print(item if kind == "token" else "", end="")
+    rag.ask("")                                       # QuestionError: question is empty
 
 Memory, request records, feedback and thread history live in SQLite files under `Context.home`,
 or in PostgreSQL when `Context.memory_url` (RAGATE_MEMORY_URL) is set (graph/persistence.py).
@@ -26,6 +27,7 @@ from graph.feedback import record_feedback
 from graph.graph import compile_graph
 from graph.output import to_output
 from graph.persistence import open_checkpointer, open_store
+from graph.state import QuestionError, check_question  # noqa: F401 -- QuestionError: callers catch it from here
 
 
 def open_memory_store(ctx: Context):
@@ -73,8 +75,10 @@ class Ragate:
     def _run(self, question: str, *, intent: str | None = None, entity: str | None = None,
              request_id: str | None = None, history: list[dict] | None = None, thread_id: str | None = None,
              context: Context | None = None) -> tuple[Any, dict[str, Any], dict[str, Any], Context]:
-        """(graph, input, config, context) of one question."""
-        payload: dict[str, Any] = {"question": question, "request_id": request_id or uuid.uuid4().hex}
+        """(graph, input, config, context) of one question. QuestionError (a ValueError naming the
+        problem) for a question no entry point takes: empty, too long, not text, not valid Unicode,
+        control characters (graph/state.py `check_question`); nothing runs and nothing is stored."""
+        payload: dict[str, Any] = {"question": check_question(question), "request_id": request_id or uuid.uuid4().hex}
         if intent:
             payload["intent"] = intent
         if entity:

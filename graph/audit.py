@@ -18,6 +18,7 @@ import json
 import logging
 from typing import Any
 
+from graph.persistence import namespace_label
 from graph.state import State
 
 REQUESTS = "requests"
@@ -31,8 +32,11 @@ def utc_now() -> str:
 
 
 def namespace(kind: str, tenant: str) -> tuple[str, ...]:
-    """Store namespaces are per tenant: one tenant's records are invisible from another's."""
-    return ("ragate", kind, tenant)
+    """Store namespaces are per tenant: one tenant's records are invisible from another's. Every
+    namespace ragate reads or writes is built here, its labels encoded by `namespace_label`, so a
+    tenant id with a period (`acme.com.br`, valid for TENANT_RE) is a valid namespace and a tenant
+    without one keeps the namespace it always had."""
+    return ("ragate", namespace_label(kind), namespace_label(tenant))
 
 
 def request_record(state: State, memory: dict[str, Any] | None = None) -> dict[str, Any]:

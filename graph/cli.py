@@ -184,6 +184,13 @@ def _ragate(ctx, prefix: str):
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from graph.state import QuestionError, check_question
+
+    try:  # before anything is opened: a refused question costs nothing and leaves nothing behind
+        args.question = check_question(args.question)
+    except QuestionError as exc:
+        print(f"ragate ask: {exc}", file=sys.stderr)
+        return 2
     ctx = _context(args)
     if not ctx.tenant:
         print("ragate ask: --tenant is required (or set RAGATE_TENANT): every search is restricted to one tenant",

@@ -42,7 +42,7 @@ from graph.audit import REQUESTS, namespace
 from graph.context import Context
 from graph.feedback import FeedbackError, UnknownRequestError, parse_rating
 from graph.policy import PolicyError, load_policy
-from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN
+from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN, QuestionError, check_question
 from graph.tenancy import AccessError, Caller, KeyRing, caller_context, server_keyring
 
 log = logging.getLogger("ragate.http")
@@ -163,19 +163,13 @@ def _optional_str(data: dict[str, Any], name: str, limit: int = 200) -> str | No
 
 
 def _question(data: dict[str, Any]) -> str:
-    value = data.get("question")
-    if value is None:
-        raise BadRequest(422, "question is required", "question")
-    if not isinstance(value, str):
-        raise BadRequest(422, f"question must be a string, not {type(value).__name__}", "question")
-    value = value.strip()
-    if not value:
-        raise BadRequest(422, "question is empty", "question")
-    if len(value) > MAX_QUESTION_CHARS:
-        raise BadRequest(413, f"question is {len(value)} characters; at most {MAX_QUESTION_CHARS}", "question")
-    if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in value):
-        raise BadRequest(422, "question holds control characters; send plain text", "question")
-    return value
+    """The rule of every entry point (graph/state.py `check_question`): a JSON escape such as
+    "\\ud800" (a lone surrogate) is refused here, not answered with a 500 when the output cannot
+    be encoded."""
+    try:
+        return check_question(data.get("question"))
+    except QuestionError as exc:
+        raise BadRequest(exc.status, str(exc), "question") from None
 
 
 def _check_request_id(request_id: str, name: str) -> str:

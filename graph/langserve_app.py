@@ -64,7 +64,7 @@ from starlette.concurrency import run_in_threadpool
 
 from graph.context import Context
 from graph.output import to_output
-from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN
+from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN, check_question
 from graph.tenancy import (AUTH_USER_KEY, CALLER_SETTABLE, AccessError, caller_context, server_keyring,
                            caller_tenant)
 
@@ -108,12 +108,7 @@ class RagInput(BaseModel):
     @field_validator("question")
     @classmethod
     def _plain_question(cls, value: str) -> str:
-        value = value.strip()
-        if not value:
-            raise ValueError("question is empty")
-        if any(ord(ch) < 32 and ch not in "\t\n\r" for ch in value):
-            raise ValueError("question holds control characters; send plain text")
-        return value
+        return check_question(value)  # the rule of every entry point; QuestionError is a ValueError
 
 
 class Verdict(BaseModel):

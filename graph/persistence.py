@@ -40,6 +40,16 @@ not open a new pool per request. So `open_store` / `open_checkpointer` cache wha
 connection and pool (tests, and a server shutting down). A forked child does not reuse its parent's
 connections (sharing a SQLite handle or a libpq socket across processes corrupts both): it opens
 its own on first use and leaves the parent's alone.
+
+Namespace labels. Tenant ids may hold periods (`graph.tenancy.TENANT_RE`: `acme.com.br`), but a
+LangGraph store namespace label may not (the stores join labels with '.'), nor hold NUL, nor be
+empty. Every namespace ragate writes is built by `graph.audit.namespace`, which passes each label
+through `namespace_label`: '%', '.' and NUL are percent-encoded (`acme.br` -> `acme%2Ebr`). The
+encoding is injective (two tenants never share a namespace, whatever the Python API is given) and
+is the identity for every label without those characters, so the namespaces of tenants without a
+period, and the data already stored under them, are unchanged. Refusing periods instead would break
+API keys and ingested collections that already use such tenant ids: the tenant id is the product's
+public identifier, the label is a storage detail.
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import sqlite3
 import threading
 from pathlib import Path
@@ -64,6 +75,21 @@ CHECKPOINT_FILE = "checkpoints.sqlite"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 CONNECT_TIMEOUT_S = 10  # libpq connect_timeout when the URL does not set one
 POOL_MAX_SIZE = 8  # LangGraph's Postgres classes take a lock per call anyway: a small pool is plenty
+
+
+_LABEL_ESCAPES = {"%": "%25", ".": "%2E", "\x00": "%00"}
+_LABEL_SPECIAL = re.compile("[%.\x00]")
+
+
+def namespace_label(text: str) -> str:
+    """`text` as a store namespace label: '%', '.' and NUL percent-encoded, anything else as is (see
+    the module docstring). `label_text` reverses it."""
+    return _LABEL_SPECIAL.sub(lambda m: _LABEL_ESCAPES[m.group()], text)
+
+
+def label_text(label: str) -> str:
+    """The text a `namespace_label` encodes (an operator reading namespaces back to tenant ids)."""
+    return re.sub("%(25|2E|00)", lambda m: {"25": "%", "2E": ".", "00": "\x00"}[m.group(1)], label)
 
 
 class PersistenceError(ValueError):

@@ -25,6 +25,7 @@ from typing import Any
 from langgraph_sdk import Auth
 
 from graph.context import Context
+from graph.persistence import namespace_label
 from graph.tenancy import LOCAL_DEV_ID, AccessError, Caller, caller_context, server_keyring
 
 auth = Auth()
@@ -114,7 +115,8 @@ async def on_store(ctx: Auth.types.AuthContext, value: Any):
         return None
     ns = tuple(value.get("namespace") or ())
     # search/list may name a prefix: ("ragate", kind) is too wide, it must reach the tenant.
-    if len(ns) < 3 or ns[0] != "ragate" or ns[2] != tenant:
+    # The tenant's label as graph.audit.namespace writes it (a period is percent-encoded).
+    if len(ns) < 3 or ns[0] != "ragate" or ns[2] != namespace_label(tenant):
         raise Auth.exceptions.HTTPException(status_code=403,
                                             detail=f"this API key reads only namespaces ('ragate', <kind>, {tenant!r}, ...)")
     return None

@@ -9,6 +9,8 @@ LangGraph Studio and returned over HTTP unchanged.
 from __future__ import annotations
 
 import operator
+import re
+import unicodedata
 from typing import Annotated, Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
@@ -102,6 +104,57 @@ class Turn(TypedDict, total=False):
 # Limits of what a caller sends, the same on every entry point (/api/chat, LangServe's /rag).
 MAX_QUESTION_CHARS = 4000
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+
+
+class QuestionError(ValueError):
+    """A question no entry point takes, said so that the caller knows what to fix. `status` is the
+    HTTP status for it: 413 for a question that is too long, 422 otherwise."""
+
+    def __init__(self, message: str, status: int = 422):
+        super().__init__(message)
+        self.status = status
+
+
+# Invisible formatting that copy and paste brings along: soft hyphen, zero-width space, direction
+# marks, embeddings, overrides and isolates, word joiner, byte order mark. Removed from a question,
+# or "ven\u200bdas" is not "vendas" for the intent rules, the lexical search and the embedder. The
+# joiners (ZWNJ, ZWJ) are kept: they shape scripts and emoji sequences.
+_INVISIBLE = re.compile("[\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def check_question(question: Any) -> str:
+    """The question as the graph should see it (stripped, invisible formatting removed), if a caller
+    may ask it; QuestionError naming the problem otherwise. One rule for the Python API and the CLI
+    (proposed for the HTTP routes, which apply the same limits): text (str); valid Unicode (no lone
+    surrogate: what undecodable bytes become in a command line, or a broken JSON escape, and neither
+    can be stored or sent back as UTF-8); no control characters but tab and new lines; not empty,
+    nor only invisible characters; at most MAX_QUESTION_CHARS. Anything else (any script, emoji,
+    punctuation) is a question. Positions in messages count characters from 1."""
+    if question is None:
+        raise QuestionError("question is required")
+    if isinstance(question, (bytes, bytearray, memoryview)):
+        raise QuestionError(f"question must be text (str), not {type(question).__name__}: decode it first, "
+                            "e.g. question.decode('utf-8')")
+    if not isinstance(question, str):
+        raise QuestionError(f"question must be a string, not {type(question).__name__}")
+    for position, ch in enumerate(question, start=1):
+        if "\ud800" <= ch <= "\udfff":
+            if "\udc80" <= ch <= "\udcff":  # Python's stand-in for a byte that was not UTF-8 (surrogateescape)
+                raise QuestionError(f"question is not valid UTF-8: byte 0x{ord(ch) - 0xDC00:02X} at character "
+                                    f"{position}; send UTF-8 text")
+            raise QuestionError(f"question is not valid Unicode: a lone surrogate U+{ord(ch):04X} at character "
+                                f"{position}; send UTF-8 text")
+    if any(unicodedata.category(ch) == "Cc" and ch not in "\t\n\r" for ch in question):
+        raise QuestionError("question holds control characters; send plain text")
+    text = _INVISIBLE.sub("", question).strip()
+    if not text:
+        raise QuestionError("question is empty" + (": it holds only invisible characters (zero-width spaces, "
+                                                   "direction marks)" if question.strip() else ""))
+    if all(unicodedata.category(ch) == "Cf" or ch.isspace() for ch in text):
+        raise QuestionError("question is empty: it holds only invisible characters (joiners)")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise QuestionError(f"question is {len(text)} characters; at most {MAX_QUESTION_CHARS}", status=413)
+    return text
 
 
 class InputState(TypedDict, total=False):

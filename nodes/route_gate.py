@@ -1,8 +1,11 @@
 """route_gate: decide from the policy whether and how this question may use retrieval.
 
 Produces the deterministic context record `rag` (enabled, intent, entity, collections, profile,
-filters, policy snapshot, error). Never raises: a missing or invalid policy, an empty question
-or a missing tenant disable retrieval with the reason in `rag.error`.
+filters, policy snapshot, error). A missing or invalid policy, an empty question or a missing
+tenant disable retrieval with the reason in `rag.error`. A question no entry point takes (not
+text, too long, control characters, not valid Unicode: graph/state.py `check_question`) raises
+QuestionError naming the problem: the graph run directly (LangGraph's /runs, Studio) has no entry
+point's checks in front of it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from langgraph.types import Overwrite
 
 from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
-from graph.state import RouteRecord, State
+from graph.state import RouteRecord, State, check_question
 from graph.text import count_phrases, detect_language, has_any_phrase
 from nodes.decompose import assess
 from nodes.instrumentation import context_of, timed
@@ -64,7 +67,8 @@ def fresh_turn() -> dict:
 @timed("route_gate")
 def route_gate(state: State, runtime: Runtime[Context]) -> dict:
     ctx = context_of(runtime)
-    question = (state.get("question") or "").strip()
+    raw = state.get("question")
+    question = check_question(raw) if raw is not None and (not isinstance(raw, str) or raw.strip()) else ""
     history = list(state.get("history") or [])
     request_id = state.get("request_id")
     if not request_id or any(turn.get("request_id") == request_id for turn in history):
