@@ -26,6 +26,14 @@ What it measures (see bench/README.md):
     python bench/load.py --clients 4 --duration 10                       # a smoke run
     python bench/load.py --url http://127.0.0.1:2024 --key-acme KA --key-globex KG --server-pid PID
 
+Fault mode (`--faults embedding=0.1,chat=0.1`, bench/load_faults.py): the started server's embeddings and/or
+chat model go through bench/fault_provider.py, an OpenAI-compatible provider on 127.0.0.1 (real embeddings by
+ragate's own model, an "echo" chat model) that fails that share of its calls during the timed phase; each timed
+question carries a unique tag, and the report checks, per request, that every failed provider call was retried
+to success or named in the answer's `errors`, and that no request got a 5xx. Without --faults nothing changes.
+
+    python bench/load.py --faults embedding=0.1,chat=0.1 --clients 20 --duration 60 --write-results
+
 Exit status: 0 PASS, 1 FAIL, 2 bad flags or the server did not start, 130 interrupted.
 """
 
@@ -136,10 +144,11 @@ def group_cpu(pgid: int) -> tuple[float, int, int] | None:
 class Server:
     """`ragate serve --samples` in a child process (own session) with its own home and keys."""
 
-    def __init__(self, home: Path, keys: dict[str, str], startup_timeout: float):
+    def __init__(self, home: Path, keys: dict[str, str], startup_timeout: float, extra_env: dict[str, str] | None = None):
         self.home = home
         self.keys = keys  # tenant -> key
         self.startup_timeout = startup_timeout
+        self.extra_env = dict(extra_env or {})  # fault mode: the providers' settings
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = home / "server.log"
@@ -147,8 +156,11 @@ class Server:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGATE_", "LANGSMITH_", "LANGCHAIN_"))}
+        if self.extra_env:  # the provider settings come from the bench only
+            env = {k: v for k, v in env.items() if not k.startswith("OPENAI_")}
         env.update({"RAGATE_HOME": str(self.home), "PYTHONUNBUFFERED": "1",
                     "RAGATE_API_KEYS": ",".join(f"{key}:{tenant}" for tenant, key in self.keys.items())})
+        env.update(self.extra_env)
         return env
 
     def start(self) -> None:
@@ -213,6 +225,14 @@ class Result:
     verdict: str | None = None
     graph_ms: float | None = None
     degraded: list[str] = field(default_factory=list)
+    # Fault mode only (not in the no-fault JSON): the request's tag, HTTP status and raw `errors`.
+    tag: str | None = None
+    status: int | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+FAULT_FIELDS = ("tag", "status", "errors")
+FAULT_ARGS = ("faults", "provider_timeout", "provider_retries", "paraphrase", "chat_url", "chat_model")
 
 
 def _error_kind(exc: Exception) -> str:
@@ -230,38 +250,51 @@ def _degraded_kind(message: str) -> str:
     return re.sub(r"\d+", "N", str(message))[:70]
 
 
-def ask(client: httpx.Client, tenant: str, key: str, question: str) -> Result:
+def ask(client: httpx.Client, tenant: str, key: str, question: str, tag: str | None = None) -> Result:
+    """One POST /api/chat. With a `tag` (fault mode) the request id names it too, for the server log."""
     t0 = time.perf_counter()
+    payload = {"question": question} if tag is None else {"question": question, "request_id": f"load-{tag}"}
     try:
-        r = client.post("/api/chat", json={"question": question}, headers={"Authorization": f"Bearer {key}"})
+        r = client.post("/api/chat", json=payload, headers={"Authorization": f"Bearer {key}"})
         ms = (time.perf_counter() - t0) * 1000
     except Exception as exc:  # any exception is an error of the run, counted by kind
-        return Result(tenant, question, t0, (time.perf_counter() - t0) * 1000, _error_kind(exc))
+        return Result(tenant, question, t0, (time.perf_counter() - t0) * 1000, _error_kind(exc), tag=tag)
     if r.status_code != 200:
-        return Result(tenant, question, t0, ms, f"HTTP {r.status_code}")
+        return Result(tenant, question, t0, ms, f"HTTP {r.status_code}", tag=tag, status=r.status_code)
     try:
         body = r.json()
     except ValueError:
-        return Result(tenant, question, t0, ms, "200 without JSON")
+        return Result(tenant, question, t0, ms, "200 without JSON", tag=tag, status=200)
     if not isinstance(body, dict) or not body.get("request_id") or not isinstance(body.get("verdict"), dict):
-        return Result(tenant, question, t0, ms, "200 without the output contract")
+        return Result(tenant, question, t0, ms, "200 without the output contract", tag=tag, status=200)
     timings = body.get("timings_ms") or {}
     graph_ms = sum(v for v in timings.values() if isinstance(v, (int, float))) if isinstance(timings, dict) else None
     errors = body.get("errors") or []
     return Result(tenant, question, t0, ms, "ok", str(body["verdict"].get("final_decision")), graph_ms,
-                  [_degraded_kind(e) for e in errors] if isinstance(errors, list) else ["errors is not a list"])
+                  [_degraded_kind(e) for e in errors] if isinstance(errors, list) else ["errors is not a list"],
+                  tag=tag, status=200, errors=[str(e) for e in errors] if isinstance(errors, list) else [])
 
 
 class Plan:
-    """Seeded-random (tenant, question) draws: a tenant uniformly, then one of its questions."""
+    """Seeded-random (tenant, question) draws: a tenant uniformly, then one of its questions. With
+    `tagged` (fault mode), each question gets its unique request tag (see bench/load_faults.py)."""
 
-    def __init__(self, questions: dict[str, list[str]], keys: dict[str, str], seed: int, stream: int):
+    def __init__(self, questions: dict[str, list[str]], keys: dict[str, str], seed: int, stream: int,
+                 tagged: bool = False):
         self.questions, self.keys = questions, keys
         self.rng = random.Random(f"{seed}:{stream}")
+        self.stream, self.tagged, self.sent = stream, tagged, 0
 
-    def next(self) -> tuple[str, str, str]:
+    def next(self) -> tuple[str, str, str] | tuple[str, str, str, str]:
         tenant = self.rng.choice(TENANTS)
-        return tenant, self.keys[tenant], self.rng.choice(self.questions[tenant])
+        question = self.rng.choice(self.questions[tenant])
+        if not self.tagged:
+            return tenant, self.keys[tenant], question
+        from load_faults import tag, tagged
+
+        self.sent += 1
+        request_tag = tag(self.stream, self.sent)
+        return tenant, self.keys[tenant], tagged(question, request_tag), request_tag
 
 
 def client_loop(base_url: str, plan: Plan, timeout: float, go: threading.Event, stop_at: list[float],
@@ -498,6 +531,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                     help="skip the one-client pass over the questions before the timed phase")
     ap.add_argument("--write-results", action="store_true", help="update the load section of bench/RESULTS.md")
     ap.add_argument("--json", metavar="PATH", help="write the raw figures (and every request's latency) as JSON")
+    faults = ap.add_argument_group("fault mode (see bench/load_faults.py)")
+    faults.add_argument("--faults", metavar="SPEC",
+                        help="e.g. embedding=0.1,chat=0.1: the server's embeddings and/or chat model go through a "
+                             "fault-injecting OpenAI-compatible provider started by the bench, failing that share of "
+                             "its calls during the timed phase (a class given with 0: through the provider, no faults)")
+    faults.add_argument("--provider-timeout", type=float, default=2.0,
+                        help="RAGATE_PROVIDER_TIMEOUT of the server in fault mode, seconds (default 2)")
+    faults.add_argument("--provider-retries", type=int, default=1,
+                        help="RAGATE_PROVIDER_RETRIES of the server in fault mode (default 1)")
+    faults.add_argument("--paraphrase", type=float, default=0.5,
+                        help="share of the echo composer's answers with a reworded claim (default 0.5)")
+    faults.add_argument("--chat-url", help="proxy the chat calls to this OpenAI-compatible base URL (…/v1, loopback) "
+                                           "instead of the echo model")
+    faults.add_argument("--chat-model", help="with --chat-url: the model name to ask for")
+    ap.add_argument("--max-runs", type=int, help="RAGATE_MAX_CONCURRENT_RUNS of the started server (default: the "
+                                                 "server's own default)")
     args = ap.parse_args(argv)
     if not 1 <= args.clients <= 500:
         ap.error(f"--clients must be 1-500, not {args.clients}")
@@ -523,6 +572,27 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         ap.error("--key-acme, --key-globex and --server-pid go with --url (without --url the bench starts its own server)")
     if args.json and Path(args.json).is_dir():
         ap.error(f"--json {args.json!r} is a folder; give a file path")
+    if args.max_runs is not None and (args.url or not 1 <= args.max_runs <= 256):
+        ap.error("--max-runs must be 1-256 and is for the server this bench starts (not with --url)")
+    if args.faults is not None:
+        from load_faults import parse_faults
+
+        try:
+            args.fault_rates = parse_faults(args.faults)
+        except ValueError as exc:
+            ap.error(f"--faults: {exc}")
+        if args.url:
+            ap.error("--faults starts its own server (with the provider settings); it cannot be used with --url")
+        if not 0 < args.provider_timeout <= 60:
+            ap.error(f"--provider-timeout must be above 0 and at most 60 seconds, not {args.provider_timeout:g}")
+        if not 0 <= args.provider_retries <= 10:
+            ap.error(f"--provider-retries must be 0-10, not {args.provider_retries}")
+        if not 0 <= args.paraphrase <= 1:
+            ap.error(f"--paraphrase must be between 0 and 1, not {args.paraphrase:g}")
+        if args.chat_url and ("chat" not in args.fault_rates or not _loopback(args.chat_url)):
+            ap.error("--chat-url needs chat in --faults and a loopback URL")
+    elif args.chat_url or args.chat_model:
+        ap.error("--chat-url and --chat-model go with --faults")
     return args
 
 
@@ -540,12 +610,94 @@ def check_keys(url: str, keys: dict[str, str]) -> None:
                 raise StartupError(f"the {tenant} key belongs to tenant {r.json().get('tenant')!r}")
 
 
+# --- fault mode (bench/load_faults.py) ------------------------------------------------------------
+
+
+def start_provider(args: argparse.Namespace, home: Path):
+    from load_faults import ProviderProcess
+
+    provider = ProviderProcess(args.fault_rates, args.seed, args.provider_timeout, args.paraphrase, args.chat_url,
+                               args.chat_model, home / "provider.log")
+    log(f"starting the fault provider ({args.faults}, log {provider.log_path})")
+    try:
+        provider.start()
+    except RuntimeError as exc:
+        provider.stop()
+        raise StartupError(str(exc)) from None
+    log(f"fault provider at {provider.url} (pid {provider.pid}), faults off until the timed phase")
+    return provider
+
+
+def ingest_through_provider(server: Server) -> None:
+    from load_faults import ingest_samples
+
+    log("ingesting the samples through the provider (a long provider timeout for the batches)")
+    t0 = time.perf_counter()
+    server.home.mkdir(parents=True, exist_ok=True)
+    try:
+        ingest_samples(server.env(), server.home)
+    except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        raise StartupError(str(exc)) from None
+    log(f"samples ingested in {time.perf_counter() - t0:.1f} s")
+
+
+def fault_server_env(args: argparse.Namespace, provider) -> dict[str, str]:
+    from load_faults import server_env
+
+    return server_env(args.fault_rates, provider, args.provider_timeout, args.provider_retries, args.chat_model)
+
+
+def fault_figures(args, argv, provider, results, timed, cpu, started, where, questions, warm, warm_errors,
+                  loadavg_before, loadavg_after, baseline, wall) -> bool:
+    """Fault mode's accounting, report, JSON and RESULTS block; returns PASS."""
+    import load_faults
+
+    provider.wait_idle(args.provider_timeout + 5)  # a timeout fault answers late: its log entry then completes
+    calls = provider.calls()
+    acc = load_faults.account(results, calls, args.provider_timeout)
+    timed["http_5xx"] = sum(1 for r in results if r.status is not None and 500 <= r.status <= 599)
+    ok, why = load_faults.passed(timed, acc, args.fault_rates)
+    rates = args.fault_rates
+    settings = ", ".join(f"{k}={v}" for k, v in load_faults.server_env(rates, provider, args.provider_timeout,
+                                                                        args.provider_retries, args.chat_model).items()
+                         if k.startswith("RAGATE_")) + (f", RAGATE_MAX_CONCURRENT_RUNS={args.max_runs}" if args.max_runs
+                                                         else ", RAGATE_MAX_CONCURRENT_RUNS default")
+    chat = (f"chat proxied to {args.chat_url}" if args.chat_url else
+            f"echo chat model, reworded claims in {args.paraphrase:.0%} of the answers") if "chat" in rates else "no chat"
+    figures = {
+        "started": started, "command": command_line(argv), "commit": git_commit(), "code": code_fingerprint(),
+        "machine": machine_info(), "server": where,
+        "args": {k: v for k, v in vars(args).items()},
+        "questions": {t: len(q) for t, q in questions.items()},
+        "warmup": {"requests": len(warm), "errors": warm_errors},
+        "loadavg_before": list(loadavg_before), "loadavg_after": list(loadavg_after),
+        "cpu": cpu, "baseline": baseline, "timed": timed, "pass": ok, "why": why, "accounting": acc,
+        "faults": {"rates": rates, "server_settings": "`" + settings.replace(", ", "`, `") + "`",
+                   "provider": ("embeddings: ragate's USE-multilingual" if "embedding" in rates else
+                                "embeddings: the server's own embedded model") + "; " + chat},
+    }
+    block = load_faults.report(figures, pct)
+    print(block)
+    if args.json:
+        raw = dict(figures, requests=[{**asdict(r), "start": r.start - results[0].start if results else 0}
+                                      for r in results], provider_calls=calls)
+        raw["accounting"] = {k: v for k, v in acc.items() if not k.startswith("latency_")}
+        Path(args.json).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).expanduser().write_text(json.dumps(raw, indent=1, default=str), encoding="utf-8")
+        log(f"raw figures written to {args.json}")
+    if args.write_results:
+        load_faults.write_results(RESULTS_PATH, SECTION_TITLE, load_faults.spec_of(rates), block)
+        log(f"updated {RESULTS_PATH}")
+    return ok
+
+
 def run(args: argparse.Namespace, argv: list[str]) -> int:
     started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     loadavg_before = os.getloadavg()
     questions = load_questions()
     stop = threading.Event()
     server: Server | None = None
+    provider = None  # fault mode: load_faults.ProviderProcess
     made_home: Path | None = None
     passed = False
     try:
@@ -558,12 +710,19 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             else:
                 home = made_home = Path(tempfile.mkdtemp(prefix="ragate-load-"))
             keys = {tenant: f"load-{tenant}-{secrets.token_hex(12)}" for tenant in TENANTS}
-            server = Server(home, keys, args.startup_timeout)
+            extra_env = {"RAGATE_MAX_CONCURRENT_RUNS": str(args.max_runs)} if args.max_runs else {}
+            if args.faults is not None:
+                provider = start_provider(args, home)
+                extra_env.update(fault_server_env(args, provider))
+            server = Server(home, keys, args.startup_timeout, extra_env)
+            if provider is not None:
+                ingest_through_provider(server)
             log(f"starting ragate serve --samples on {server.url} (home {home}, log {server.log_path})")
             t0 = time.perf_counter()
             server.start()
             url, pgid = server.url, server.pid
-            where = (f"`ragate serve --samples` started by the bench (LangGraph dev server, embedded default, "
+            where = (f"`ragate serve --samples` started by the bench (LangGraph dev server, "
+                     f"{'providers below' if provider else 'embedded default'}, "
                      f"ready in {time.perf_counter() - t0:.0f} s)")
             log(f"server ready in {time.perf_counter() - t0:.1f} s (pid {pgid})")
         check_keys(url, keys)
@@ -598,12 +757,16 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         log(f"timed: {args.clients} clients for {args.duration:g} s")
         go, stop_at = threading.Event(), [float("inf")]
         outs: list[list[Result]] = [[] for _ in range(args.clients)]
-        threads = [threading.Thread(target=client_loop, args=(url, Plan(questions, keys, args.seed, i), args.timeout,
-                                                              go, stop_at, stop, outs[i]), daemon=True)
+        threads = [threading.Thread(target=client_loop, args=(url, Plan(questions, keys, args.seed, i,
+                                                                        tagged=provider is not None),
+                                                              args.timeout, go, stop_at, stop, outs[i]), daemon=True)
                    for i in range(args.clients)]
         for t in threads:
             t.start()
         time.sleep(0.2)  # let every thread build its client
+        if provider is not None:
+            provider.set_faults(True)
+            p0 = group_cpu(provider.pid)
         machine = CpuMonitor()
         s0, cl0 = group_cpu(pgid) if pgid else None, time.process_time()
         t0 = time.perf_counter()
@@ -612,6 +775,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         _join(threads)
         wall = time.perf_counter() - t0
         s1, cl1 = group_cpu(pgid) if pgid else None, time.process_time()
+        if provider is not None:
+            p1 = group_cpu(provider.pid)
+            provider.set_faults(False)
         other = machine.other_load()  # busy share of all cores, minus this process
         results = sorted((r for out in outs for r in out), key=lambda r: r.start)
         timed = summarize(results, wall)
@@ -623,13 +789,24 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
                        server_ms_per_request=server_s * 1000 / len(results) if results else None)
             if other is not None:
                 other = max(0.0, other - server_s / (wall * ncpu))
+        if provider is not None and p0 and p1:
+            cpu["provider_pct"] = (p1[0] - p0[0]) / wall * 100
+            if other is not None:
+                other = max(0.0, other - (p1[0] - p0[0]) / (wall * ncpu))
         cpu["other_share"] = other
         loadavg_after = os.getloadavg()
+        if provider is not None:
+            passed = fault_figures(args, argv, provider, results, timed, cpu, started, where, questions, warm,
+                                   warm_errors, loadavg_before, loadavg_after, baseline, wall)
+            if server and not passed:
+                log(f"server log: {server.log_path}")
+            return 0 if passed else 1
         passed = timed["errors"] == 0 and timed["latency_ms"]["p99"] <= TARGET_P99_MS and timed["requests"] > 0
         figures = {
             "started": started, "command": command_line(argv), "commit": git_commit(), "code": code_fingerprint(),
             "machine": machine_info(), "server": where,
-            "args": {k: ("KEY" if v and k in ("key_acme", "key_globex") else v) for k, v in vars(args).items()},
+            "args": {k: ("KEY" if v and k in ("key_acme", "key_globex") else v) for k, v in vars(args).items()
+                     if not (k in FAULT_ARGS or k == "max_runs" and v is None)},
             "questions": {t: len(q) for t, q in questions.items()},
             "warmup": {"requests": len(warm), "errors": warm_errors},
             "loadavg_before": list(loadavg_before), "loadavg_after": list(loadavg_after),
@@ -639,7 +816,8 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         block = report(figures)
         print(block)
         if args.json:
-            raw = dict(figures, requests=[{**asdict(r), "start": r.start - t0} for r in results])
+            raw = dict(figures, requests=[{**{k: v for k, v in asdict(r).items() if k not in FAULT_FIELDS},
+                                           "start": r.start - t0} for r in results])
             Path(args.json).expanduser().parent.mkdir(parents=True, exist_ok=True)
             Path(args.json).expanduser().write_text(json.dumps(raw, indent=1, default=str), encoding="utf-8")
             log(f"raw figures written to {args.json}")
@@ -662,6 +840,9 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
         if server:
             server.stop()
             log("server stopped")
+        if provider is not None:
+            provider.stop()
+            log("fault provider stopped")
         if made_home is not None:
             if passed:
                 shutil.rmtree(made_home, ignore_errors=True)

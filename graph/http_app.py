@@ -19,8 +19,11 @@ a fault of ours, and says the request id to look for in the log. The app also ru
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -53,6 +56,11 @@ THREAD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 REQUEST_ID_RE = re.compile(REQUEST_ID_PATTERN)
 MAX_RUNS_SETTING = "RAGATE_MAX_CONCURRENT_RUNS"
 DEFAULT_MAX_CONCURRENT_RUNS = 4
+SLOT_SECONDS_SETTING = "RAGATE_RUN_SLOT_SECONDS"
+DEFAULT_RUN_SLOT_SECONDS = 0.5
+# Runs in the graph at once, waiting ones included: below anyio's default of 40 worker threads, which
+# every other route's blocking call shares.
+MAX_RUNS_IN_GRAPH = 32
 CHAT_FIELDS = {"question", "intent", "entity", "thread_id", "tenant", "context", "request_id"}
 FEEDBACK_FIELDS = {"request_id", "rating", "comment", "tenant"}
 
@@ -64,6 +72,74 @@ def _max_concurrent_runs() -> int:
     if not value.isdigit() or not 1 <= int(value) <= 256:
         raise ValueError(f"{MAX_RUNS_SETTING}={value!r}: expected an integer from 1 to 256")
     return int(value)
+
+
+def _run_slot_seconds() -> float:
+    """RAGATE_RUN_SLOT_SECONDS: how long a graph run holds one of the RAGATE_MAX_CONCURRENT_RUNS slots
+    (default 0.5 s); a bad value names the variable at start-up."""
+    value = os.environ.get(SLOT_SECONDS_SETTING, "").strip() or str(DEFAULT_RUN_SLOT_SECONDS)
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= 600:
+        raise ValueError(f"{SLOT_SECONDS_SETTING}={value!r}: expected a number of seconds above 0, at most 600")
+    return seconds
+
+
+class RunAdmission:
+    """Admits graph runs first come first served: at most `slots` runs that entered the graph less than
+    `slot_seconds` ago, and at most `in_graph` runs in all.
+
+    The graph is CPU-bound Python: twenty runs sharing one interpreter do not finish sooner than four,
+    they all finish late (bench/RESULTS.md, "Load": p99 1.6 s with every request in the graph, 0.5 s
+    with four). A run computes for tens of milliseconds; one still in the graph after `slot_seconds`
+    is waiting on a provider (a chat model's answer, a timeout, a retry's back-off) and stops counting
+    against the slots, or a few slow provider calls would hold every request behind them (bench/RESULTS.md,
+    "Load with injected provider faults")."""
+
+    def __init__(self, slots: int, slot_seconds: float, in_graph: int = MAX_RUNS_IN_GRAPH):
+        self.slots, self.slot_seconds, self.in_graph = slots, slot_seconds, max(slots, in_graph)
+        self._running: dict[object, float] = {}  # run -> when it entered the graph (anyio clock)
+        self._queue: collections.deque[object] = collections.deque()
+        self._changed: anyio.Event | None = None  # made in the event loop, on first wait
+
+    def _busy(self, now: float) -> list[float]:
+        """Entry times of the runs that still hold a slot."""
+        return [t for t in self._running.values() if now - t < self.slot_seconds]
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+            self._changed = None
+
+    @contextlib.asynccontextmanager
+    async def admitted(self) -> AsyncIterator[None]:
+        run = object()
+        self._queue.append(run)
+        try:
+            while True:
+                now = anyio.current_time()
+                busy = self._busy(now)
+                head = self._queue[0] is run
+                if head and len(busy) < self.slots and len(self._running) < self.in_graph:
+                    break
+                # The first in line also wakes when the oldest busy run's slot expires.
+                wait = (min(busy) + self.slot_seconds - now) if head and busy and len(busy) >= self.slots else math.inf
+                if self._changed is None:
+                    self._changed = anyio.Event()
+                changed = self._changed
+                with anyio.move_on_after(max(wait, 0.001)):
+                    await changed.wait()
+        finally:
+            self._queue.remove(run)  # admitted, or cancelled while waiting: either way out of the line
+            self._wake()  # the next in line looks again
+        self._running[run] = anyio.current_time()
+        try:
+            yield
+        finally:
+            del self._running[run]
+            self._wake()
 
 
 class BadRequest(Exception):
@@ -87,6 +163,7 @@ class Server:
     context: Context | None = None
     keyring: KeyRing | None = None
     max_concurrent_runs: int = field(default_factory=lambda: _max_concurrent_runs())
+    run_slot_seconds: float = field(default_factory=lambda: _run_slot_seconds())
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -271,13 +348,11 @@ def build_app(server: Server | None = None) -> Starlette:
     async def run_sync(fn, *args):
         return await run_in_threadpool(fn, *args)
 
-    # Graph runs are admitted a few at a time, first come first served. The graph is CPU-bound
-    # Python: twenty runs sharing one interpreter do not finish sooner than four, they all finish
-    # late (bench/RESULTS.md, "Load": p99 1.6 s with every request in the graph, 0.5 s with four).
-    runs = anyio.CapacityLimiter(server.max_concurrent_runs)
+    # Graph runs are admitted a few at a time, first come first served (RunAdmission says why).
+    runs = RunAdmission(server.max_concurrent_runs, server.run_slot_seconds)
 
     async def run_graph(fn):
-        async with runs:
+        async with runs.admitted():
             return await run_in_threadpool(fn)
 
     @_handles_errors
@@ -314,7 +389,7 @@ def build_app(server: Server | None = None) -> Starlette:
                                      "request_id": parsed.request_id})
 
         async def admitted_events() -> AsyncIterator[str]:
-            async with runs:  # the whole stream is one graph run
+            async with runs.admitted():  # the whole stream is one graph run
                 iterator = events()
                 while (event := await run_in_threadpool(next, iterator, None)) is not None:
                     yield event

@@ -223,7 +223,15 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
     except Exception as exc:  # no semantic rescue for paraphrases, the hard checks still hold
         embeddings = None
         errors.append(f"judge: embeddings unavailable, lexical support only: {exc}")
-    verdict = deterministic_verdict(state, policy, embeddings)
+    try:
+        verdict = deterministic_verdict(state, policy, embeddings)
+    except Exception as exc:
+        if embeddings is None:
+            raise
+        # The embedder is asked only to rescue a paraphrase; when it fails (a remote provider timing
+        # out, garbage vectors), the claims are judged on their lexical support, and that is said.
+        errors.append(f"judge: embeddings unavailable, lexical support only: {failure_reason(exc)}")
+        verdict = deterministic_verdict(state, policy, None)
     try:
         llm = chat_model(ctx)
     except ProviderError as exc:
