@@ -12,12 +12,17 @@ ignore keys). `cohere/...` goes through `langchain_cohere.CohereRerank` against 
 
 `check_providers(ctx)` runs at start-up (CLI, server): a misconfigured provider fails there, with one line naming
 the setting, never in the middle of a request. Clients are built once per process per configuration.
+
+A reranker's reply is checked where its client is built (`check_rerank_reply`): each result names one of the
+documents sent, once, with a relevance score between 0 and 1. Anything else (an index out of range, NaN, a raw
+logit of 7.3) fails the call, which the rerank node records before falling back to ragate's own reranker.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import re
 from typing import Any
@@ -107,10 +112,29 @@ def _rerank(model: str, base_url: str | None, api_key: str, timeout: float, retr
     call = client.rerank
 
     def rerank_with_retries(*args: Any, request_options: dict | None = None, **kwargs: Any) -> Any:
-        return call(*args, request_options={"max_retries": retries, **(request_options or {})}, **kwargs)
+        reply = call(*args, request_options={"max_retries": retries, **(request_options or {})}, **kwargs)
+        check_rerank_reply(reply, len(kwargs.get("documents") or ()))
+        return reply
 
     client.rerank = rerank_with_retries  # type: ignore[method-assign]
     return CohereRerank(client=client, model=model, top_n=top_n)
+
+
+def check_rerank_reply(reply: Any, documents: int) -> None:
+    """ValueError unless `reply.results` are (index, relevance_score) pairs a ranking can use: at least
+    one, each index an integer naming one of the `documents` sent (once), each score in [0, 1]."""
+    results = getattr(reply, "results", None)
+    if not isinstance(results, list) or not results:
+        raise ValueError(f"unusable rerank reply: no results for {documents} documents")
+    seen: set[int] = set()
+    for result in results:
+        index, score = getattr(result, "index", None), getattr(result, "relevance_score", None)
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < documents or index in seen:
+            raise ValueError(f"unusable rerank reply: index {index!r} for {documents} documents")
+        if (not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score)
+                or not 0 <= score <= 1):
+            raise ValueError(f"unusable rerank reply: relevance_score {score!r} is not a number between 0 and 1")
+        seen.add(index)
 
 
 def reranker(ctx: Any, top_n: int = 50):

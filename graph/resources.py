@@ -1,11 +1,20 @@
 """Heavy, shareable objects a run needs (vector index, embedder, lexical analyzer), resolved from
 the run's `Context`. They are cached per process: model weights load once and the embedded
-engine is opened once per data folder, whichever graph entry asks."""
+engine is opened once per data folder, whichever graph entry asks.
+
+`bounded_index` gives the nodes the index with every read held to the run's `provider_timeout_s`,
+as every provider call is: the Qdrant server's client times out on its own, the embedded engine runs
+in this process and is given the same deadline by running its reads on a small pool of threads.
+"""
 
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import Any
 
 from graph.context import Context
 from graph.embeddings import CachedEmbeddings, get_embeddings
@@ -37,12 +46,79 @@ def vector_index_for(ctx: Context) -> VectorIndex:
         from graph.vectorstore_server import open_server_index
 
         url = env_required("QDRANT_URL", "RAGATE_VECTOR_STORE", ctx.vector_store, "e.g. http://localhost:6333")
-        return open_server_index(url, os.environ.get("QDRANT_API_KEY") or None, float(ctx.provider_timeout_s))
+        return open_server_index(url, os.environ.get("QDRANT_API_KEY") or None, float(ctx.provider_timeout_s),
+                                 int(ctx.provider_retries))
     raise ProviderError(f"RAGATE_VECTOR_STORE={ctx.vector_store!r}: expected one of {', '.join(VECTOR_STORES)}")
 
 
 def get_resources(ctx: Context) -> Resources:
     return Resources(index=vector_index_for(ctx), embeddings=embeddings_for(ctx))
+
+
+class EngineTimeout(TimeoutError):
+    """A read of the embedded engine did not finish within the provider timeout."""
+
+
+# Reads of the embedded engine run here, so that a caller can stop waiting for one. A read that
+# never returns keeps its thread; once every thread is held, later reads time out in the queue
+# (still within the deadline) instead of hanging the graph.
+_ENGINE_THREADS = 16
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _engine_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_ENGINE_THREADS, thread_name_prefix="ragate-engine")
+        return _pool
+
+
+class BoundedIndex:
+    """An index whose reads (`search`, `fetch`, `values`) each fail with EngineTimeout after
+    `timeout_s`; everything else is the index's own."""
+
+    def __init__(self, inner: VectorIndex, timeout_s: float):
+        self.inner, self.timeout_s = inner, timeout_s
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def _bounded(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        future = _engine_pool().submit(getattr(self.inner, name), *args, **kwargs)
+        try:
+            return future.result(timeout=self.timeout_s)
+        except FutureTimeout:
+            future.cancel()
+            raise EngineTimeout(f"the vector engine's {name} took longer than {self.timeout_s:g} s") from None
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        return self._bounded("search", *args, **kwargs)
+
+    def fetch(self, *args: Any, **kwargs: Any) -> Any:
+        return self._bounded("fetch", *args, **kwargs)
+
+    def values(self, *args: Any, **kwargs: Any) -> Any:
+        return self._bounded("values", *args, **kwargs)
+
+
+_bounded: dict[tuple[int, float], BoundedIndex] = {}
+
+
+def bounded_index(ctx: Context, index: VectorIndex | None = None) -> VectorIndex:
+    """`index` (default: the run's) with its reads held to `ctx.provider_timeout_s` (one wrapper per
+    index and timeout, reused). The wrapper's `inner` is the index itself."""
+    index = index if index is not None else vector_index_for(ctx)
+    if ctx.vector_store != "embedded" or isinstance(index, BoundedIndex):
+        return index  # the server's client applies the timeout itself
+    key = (id(index), float(ctx.provider_timeout_s))
+    wrapper = _bounded.get(key)
+    if wrapper is None or wrapper.inner is not index:
+        if len(_bounded) >= 64:  # a run's context may carry any timeout: the table stays small
+            _bounded.clear()
+        wrapper = _bounded[key] = BoundedIndex(index, float(ctx.provider_timeout_s))
+    return wrapper
 
 
 def get_analyzer(policy: Policy) -> Analyzer:

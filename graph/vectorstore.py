@@ -15,6 +15,7 @@ Payload schema (the same one the Qdrant-server path writes):
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import hashlib
 from dataclasses import dataclass, field
@@ -182,6 +183,16 @@ class VectorIndex(Protocol):
 
     def count(self, collection: str) -> int: ...
 
+    def manifest(self, collection: str) -> dict[str, Any] | None:
+        """The collection's embedding model, dimensions and schema; None when it does not exist."""
+
+
+def engine_ids(point_ids: list[Any]) -> list[int]:
+    """The engine ids among `point_ids` (ragate's are non-negative integers, handed around as
+    strings): anything else cannot name a stored point, so it is skipped rather than failing the read."""
+    return [int(i) for i in point_ids
+            if (isinstance(i, int) and not isinstance(i, bool) and i >= 0) or (isinstance(i, str) and i.isascii() and i.isdigit())]
+
 
 class EdgeVectorIndex:
     """qdrant-edge shards, one per collection; one opener per folder per process (the engine
@@ -190,6 +201,7 @@ class EdgeVectorIndex:
     def __init__(self, home: Path):
         self.root = Path(home) / "collections"
         self._shards: dict[str, EdgeShard] = {}
+        self._manifests: dict[str, dict[str, Any]] = {}  # a collection's model and dimensions never change
         self._lock = threading.RLock()
 
     # --- collections ------------------------------------------------------------------------
@@ -197,8 +209,13 @@ class EdgeVectorIndex:
         return self.root / collection / "ragate.json"
 
     def manifest(self, collection: str) -> dict[str, Any] | None:
+        if collection in self._manifests:
+            return self._manifests[collection]
         path = self._manifest_path(collection)
-        return json.loads(path.read_text()) if path.exists() else None
+        if not path.exists():
+            return None  # not remembered: another process may create it
+        manifest = self._manifests[collection] = json.loads(path.read_text())
+        return manifest
 
     def _shard(self, collection: str) -> EdgeShard | None:
         with self._lock:
@@ -232,6 +249,18 @@ class EdgeVectorIndex:
                 check_same_model(collection, manifest, embedding_model, dimensions)
                 return
             shard_dir = self.root / collection / "shard"
+            if shard_dir.exists():
+                # A shard folder without a manifest is a create that was cut off (killed while the engine
+                # built its indexes): no document was ever written to it, and the engine refuses to create
+                # a shard over it. It is removed, unless another process holds it (creating it right now).
+                try:
+                    EdgeShard.load(str(shard_dir)).close()
+                except Exception as exc:
+                    if "WouldBlock" in str(exc):
+                        raise CollectionError(
+                            f"collection '{collection}' in {self.root} is being created by another process: wait "
+                            "for it, or use another home") from None
+                shutil.rmtree(shard_dir)
             shard_dir.mkdir(parents=True, exist_ok=True)
             config = EdgeConfig(
                 vectors={DENSE: EdgeVectorParams(size=dimensions, distance=Distance.Cosine)},
@@ -311,7 +340,10 @@ class EdgeVectorIndex:
             return {}
         # Ids come from gated searches; the gates are checked again on each stored payload.
         selected = list({*fields, *GATE_FIELDS}) if fields else True
-        records = shard.retrieve([int(i) for i in point_ids], with_payload=selected, with_vector=False)
+        ids = engine_ids(point_ids)
+        if not ids:
+            return {}
+        records = shard.retrieve(ids, with_payload=selected, with_vector=False)
         out = {}
         for r in records:
             payload = dict(r.payload or {})
@@ -334,8 +366,14 @@ class EdgeVectorIndex:
             return set()
         flt = Filter(must=[FieldCondition(key=TENANT_FIELD, match=MatchValue(tenant)),
                            FieldCondition(key="docId", match=MatchValue(doc_id))])
-        records, _ = shard.scroll(ScrollRequest(limit=10_000, filter=flt, with_payload=["content_hash"]))
-        return {r.payload["content_hash"] for r in records if r.payload}
+        hashes: set[str] = set()
+        offset = None
+        while True:  # every page: a document over one page's chunks must not look changed on every run
+            records, offset = shard.scroll(ScrollRequest(offset=offset, limit=10_000, filter=flt,
+                                                         with_payload=["content_hash"]))
+            hashes |= {r.payload["content_hash"] for r in records if r.payload}
+            if offset is None:
+                return hashes
 
     # --- writes -----------------------------------------------------------------------------
     def replace_document(self, collection: str, tenant: str, doc_id: str, chunks: list[ChunkRecord]) -> None:

@@ -12,12 +12,18 @@ ranks plus per-hit features, in one batched request, which LangChain's interface
 `langchain_store()` gives the same collection as a `langchain_qdrant.QdrantVectorStore` (hybrid,
 with ragate's own lexical vectors) and `governed_retriever()` a retriever bound to the gates, for
 other agents and chains.
+
+Reads are retried `retries` times (the context's `provider_retries`) when the server answers 408, 429
+or 5xx, or the connection fails or times out, as every provider call is; each try has the client's
+timeout. A reply that cannot be read (broken JSON, another shape) is not retried: it fails the read,
+and the node that asked records it.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
+import time
 from typing import Any
 
 from langchain_core.documents import Document
@@ -39,6 +45,7 @@ from graph.vectorstore import (
     TenantRequiredError,
     check_collection_name,
     check_same_model,
+    engine_ids,
     gate_fields,
     hit_features,
     payload_passes_gates,
@@ -78,23 +85,34 @@ def governance_filter(tenant: str | None, extra: dict[str, Any] | None = None):
 class QdrantServerIndex:
     """ragate collections on a Qdrant server (one client, thread-safe, shared per process)."""
 
-    def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 30.0):
+    def __init__(self, url: str, api_key: str | None = None, timeout_s: float = 30.0, retries: int = 0):
         from qdrant_client import QdrantClient
 
         self.url = url
+        self.retries = retries
         # REST, not gRPC: one port to open, and what every Qdrant deployment (Cloud, self-hosted) serves.
         self.client = QdrantClient(url=url, api_key=api_key or None, prefer_grpc=False, timeout=max(1, round(timeout_s)),
                                    check_compatibility=False)
         self._manifests: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
+    def _read(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        """`self.client.<method>(...)`, tried again (up to `retries` times) after a transient failure."""
+        for attempt in range(self.retries + 1):
+            try:
+                return getattr(self.client, method)(*args, **kwargs)
+            except Exception as exc:
+                if attempt == self.retries or not _transient(exc):
+                    raise
+                time.sleep(min(1.0, 0.05 * 2 ** attempt))  # a short pause: an overloaded server gets air
+
     # --- collections ------------------------------------------------------------------------
     def manifest(self, collection: str) -> dict[str, Any] | None:
         if collection in self._manifests:
             return self._manifests[collection]
-        if not self.client.collection_exists(collection):
+        if not self._read("collection_exists", collection):
             return None
-        info = self.client.get_collection(collection)
+        info = self._read("get_collection", collection)
         manifest = (info.config.metadata or {}).get(MANIFEST_KEY)
         if not isinstance(manifest, dict):
             raise CollectionError(f"collection '{collection}' on {self.url} was not made by ragate (no '{MANIFEST_KEY}' "
@@ -109,6 +127,9 @@ class QdrantServerIndex:
         m = _models()
         check_collection_name(collection)
         with self._lock:
+            # Read afresh: the collection may have been dropped or re-created on the server since this
+            # process cached its manifest (searches keep the cache; an ingest is worth one more request).
+            self._manifests.pop(collection, None)
             manifest = self.manifest(collection)
             if manifest is None:
                 manifest = {"embedding_model": embedding_model, "dimensions": dimensions, "schema": COLLECTION_SCHEMA}
@@ -157,7 +178,7 @@ class QdrantServerIndex:
         if dense is not None:
             lists.append(m.QueryRequest(query=list(dense), using=DENSE, filter=gate, limit=limit, with_payload=False,
                                         params=m.SearchParams(hnsw_ef=HNSW_EF)))
-        sparse_res, *dense_lists = self.client.query_batch_points(collection, lists)
+        sparse_res, *dense_lists = self._read("query_batch_points", collection, lists)
         sparse_hits = [(p.id, p.score) for p in sparse_res.points]
         dense_hits = [(p.id, p.score) for p in dense_lists[0].points] if dense_lists else []
         ids = list(dict.fromkeys([i for i, _ in dense_hits] + [i for i, _ in sparse_hits]))
@@ -180,7 +201,7 @@ class QdrantServerIndex:
             if similarity_to is not None:
                 requests.append(m.QueryRequest(query=list(similarity_to), using=DENSE, limit=len(ids), params=exact,
                                                filter=m.Filter(must=[*gate.must, only_these]), with_payload=False))
-            results = [r.points for r in self.client.query_batch_points(collection, requests)]
+            results = [r.points for r in self._read("query_batch_points", collection, requests)]
             similarity, matched, flagged = hit_features(results, terms, [name for name, _ in named],
                                                         similarity_to is not None)
         return to_hits(dense_hits, similarity, matched, flagged), to_hits(sparse_hits, similarity, matched, flagged)
@@ -191,7 +212,10 @@ class QdrantServerIndex:
         if not point_ids or self.manifest(collection) is None:
             return {}
         selected = sorted({*fields, *GATE_FIELDS}) if fields else True
-        records = self.client.retrieve(collection, [int(i) for i in point_ids], with_payload=selected, with_vectors=False)
+        ids = engine_ids(point_ids)
+        if not ids:
+            return {}
+        records = self._read("retrieve", collection, ids, with_payload=selected, with_vectors=False)
         # Ids come from gated searches; the gates are checked again on each stored payload.
         return {str(r.id): dict(r.payload or {}) for r in records if payload_passes_gates(dict(r.payload or {}), tenant)}
 
@@ -201,7 +225,7 @@ class QdrantServerIndex:
             raise ValueError(f"'{field}' is not an indexed filterable field")
         if self.manifest(collection) is None:
             return []
-        hits = self.client.facet(collection, field, facet_filter=gate, limit=limit, exact=True).hits
+        hits = self._read("facet", collection, field, facet_filter=gate, limit=limit, exact=True).hits
         return [str(h.value) for h in hits if h.value]
 
     def existing_hashes(self, collection: str, tenant: str, doc_id: str) -> set[str]:
@@ -231,12 +255,15 @@ class QdrantServerIndex:
         ) for c in chunks]
         # Upsert first (point ids are stable per chunk index), then drop the chunks the new version
         # no longer has: readers never see the document missing, as a delete-then-write would show.
-        if points:
-            self.client.upsert(collection, points, wait=True)
+        # Both in one request, applied in order: a request that fails (a timeout, a 5xx, a dropped
+        # connection) leaves the old version whole, never new chunks beside the old version's tail.
         stale = server_filter({TENANT_FIELD: tenant, "docId": doc_id})
+        operations: list[Any] = []
         if points:
             stale.must_not = [m.HasIdCondition(has_id=[p.id for p in points])]
-        self.client.delete(collection, m.FilterSelector(filter=stale), wait=True)
+            operations.append(m.UpsertOperation(upsert=m.PointsList(points=points)))
+        operations.append(m.DeleteOperation(delete=m.FilterSelector(filter=stale)))
+        self.client.batch_update_points(collection, operations, wait=True)
 
     def flush(self) -> None:
         """Writes are acknowledged by the server (`wait=True`): nothing to flush."""
@@ -288,16 +315,31 @@ class GovernedRetriever(BaseRetriever):
         return self.store.similarity_search(query, k=int(k or self.k), filter=gates)
 
 
-_indexes: dict[tuple[str, str | None, float], QdrantServerIndex] = {}
+def _transient(exc: Exception) -> bool:
+    """Whether a failed read may succeed when tried again: 408 / 429 / 5xx, a timeout, a lost connection."""
+    import httpx
+    from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    if isinstance(exc, ResourceExhaustedResponse):
+        return True
+    if isinstance(exc, UnexpectedResponse):
+        return exc.status_code is not None and (exc.status_code in (408, 429) or exc.status_code >= 500)
+    if isinstance(exc, ResponseHandlingException):
+        return isinstance(exc.source, httpx.TransportError)
+    return isinstance(exc, httpx.TransportError)
+
+
+_indexes: dict[tuple[str, str | None, float, int], QdrantServerIndex] = {}
 _indexes_lock = threading.Lock()
 
 
-def open_server_index(url: str, api_key: str | None, timeout_s: float) -> QdrantServerIndex:
-    """The process-wide index for a server (one client, one connection pool)."""
-    key = (url, api_key, float(timeout_s))
+def open_server_index(url: str, api_key: str | None, timeout_s: float, retries: int = 0) -> QdrantServerIndex:
+    """The process-wide index for a server and settings (one client, one connection pool)."""
+    key = (url, api_key, float(timeout_s), int(retries))
     with _indexes_lock:
         if key not in _indexes:
-            _indexes[key] = QdrantServerIndex(url, api_key, timeout_s)
+            _indexes[key] = QdrantServerIndex(url, api_key, timeout_s, int(retries))
         return _indexes[key]
 
 

@@ -12,13 +12,16 @@ under the rules of `prompts/compose.yaml`, token by token: the tokens reach Lang
 `stream_mode="messages"` (a preview; the judged `answer` in the final state is what counts). Coverage,
 conflict resolution and suggestions stay deterministic. An empty reply, one citing nothing or an id
 that was not retrieved, one the judge's hard checks would block (an invented value, an uncited fact),
-or a failing model gives the extractive answer, with the reason in `errors`.
+or a failing model gives the extractive answer, with the reason in `errors`. A model that streams
+on and on fails too: the whole answer must arrive within the provider timeout (per retry), as a
+non-streamed reply must; the client's own timeout only bounds the wait for each piece.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import time
 from string import Template
 from typing import Any
 
@@ -196,9 +199,14 @@ def _documents_block(chunks: list[Chunk]) -> str:
     return "\n\n".join(f"Document [{c['docId']}]:\n{c['content']}" for c in chunks)
 
 
+class StreamTimeout(TimeoutError):
+    """The streamed answer did not end within its time."""
+
+
 def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: list[Chunk],
-               max_tokens: int) -> tuple[str | None, str | None]:
-    """(answer, None) from the chat model, streamed token by token; (None, why) when it cannot be used."""
+               max_tokens: int, deadline_s: float | None = None) -> tuple[str | None, str | None]:
+    """(answer, None) from the chat model, streamed token by token; (None, why) when it cannot be used,
+    including when the stream has not ended `deadline_s` seconds after the call."""
     from langchain_core.messages import HumanMessage, SystemMessage
 
     prompt = llm_prompt("compose")
@@ -209,9 +217,15 @@ def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: li
                 HumanMessage(Template(prompt["user"]).safe_substitute(
                     question=question, coverage_note=note, documents=_documents_block(chunks),
                     language_name=language_name))]
+    started, parts = time.monotonic(), []
     try:
         # .stream, not .invoke: each token is an on_llm_new_token event that stream_mode="messages" forwards.
-        text = "".join(part.text for part in llm.bind(max_tokens=max_tokens).stream(messages))
+        for part in llm.bind(max_tokens=max_tokens).stream(messages):
+            parts.append(part.text)
+            if deadline_s is not None and time.monotonic() - started > deadline_s:
+                # Leaving the loop closes the stream (and its connection).
+                raise StreamTimeout(f"the answer was still streaming after {deadline_s:g} s")
+        text = "".join(parts)
     except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
         return None, f"chat model failed ({failure_reason(exc)})"
     answer = _THINKING.sub("", text).strip()
@@ -227,19 +241,29 @@ def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: li
     return answer, None
 
 
-def draft_failures(draft: str, chunks: list[Chunk], language: str, policy, ctx: Context) -> str | None:
+def draft_failures(draft: str, chunks: list[Chunk], language: str, policy, ctx: Context,
+                   notes: list[str] | None = None) -> str | None:
     """Why the model's draft cannot be shown, or None. The judge's own hard checks run on it first: a
     draft with an invented value, an uncited fact or a flipped negation would be blocked, and the
     extractive answer serves the user better than a refusal. Then each value's context: a real value
     of the cited document said of something else ("the salary is R$ 1,85" from a CPC of R$ 1,85).
-    Unsupported wording is left to the judge (a paraphrase may be fine)."""
+    Unsupported wording is left to the judge (a paraphrase may be fine). A failing embedder (asked
+    to rescue a paraphrase) leaves the checks lexical, and says so in `notes`."""
     try:
         embeddings = embeddings_for(ctx)
     except Exception:  # the hard checks need no embeddings
         embeddings = None
     checker, sources = checker_for(policy), sources_of(chunks)
-    hard = [(i, check) for i, check in enumerate(checker.check(draft, sources, language, embeddings), start=1)
-            if check["hard_failure"]]
+    try:
+        checks = checker.check(draft, sources, language, embeddings)
+    except Exception as exc:
+        if embeddings is None:
+            raise
+        if notes is not None:
+            notes.append(f"compose: embeddings unavailable for the draft's checks ({failure_reason(exc)}); "
+                         "lexical support only")
+        checks = checker.check(draft, sources, language, None)
+    hard = [(i, check) for i, check in enumerate(checks, start=1) if check["hard_failure"]]
     if hard:
         i, first = hard[0]
         return (f"chat model answer failed the groundedness checks in {len(hard)} claim(s) (claim {i}: "
@@ -291,9 +315,10 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
             errors.append(f"compose: {exc}; extractive answer")
         if llm is not None and relevant:
             written, problem = llm_answer(llm, question, language, coverage, relevant,
-                                          int(cfg.get("llm_max_tokens", 600)))
+                                          int(cfg.get("llm_max_tokens", 600)),
+                                          ctx.provider_timeout_s * (ctx.provider_retries + 1))
             if written:
-                problem = draft_failures(written, chunks, language, policy, ctx)
+                problem = draft_failures(written, chunks, language, policy, ctx, errors)
                 written = None if problem else written
             if problem:
                 errors.append(f"compose: {problem}; extractive answer")

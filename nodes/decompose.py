@@ -3,7 +3,9 @@
 `should_decompose` is a pure function of the question and the policy's lexicons. The
 deterministic splitter handles several questions ("?"), named perspectives, comparisons and
 enumerations joined by connectives. Any failure, or a split that yields fewer than two usable
-sub-queries, falls back to the original question.
+sub-queries, falls back to the original question. A failure is recorded in `errors`: the chat model
+failing gives the rule-based split, the engine failing to list the values a question names gives a
+split that may cut one of them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from graph.context import Context
 from graph.policy import Policy, load_policy
 from graph.prompts import llm_prompt
 from graph.providers import chat_model, failure_reason, json_reply
-from graph.resources import get_resources
+from graph.resources import BoundedIndex, bounded_index
 from graph.state import State
 from graph.text import count_phrases, detect_language, find_dates, fold, words
 from nodes.instrumentation import context_of, timed
@@ -167,7 +169,7 @@ def assess(question: str, policy: Policy) -> dict:
     return {"complex": decide, "decomposed": False, "score": score, "method": "none", "reasons": reasons}
 
 
-_values_cache: dict[tuple, tuple[float, list[str]]] = {}
+_values_cache: dict[tuple, tuple[float, list[str], object]] = {}
 VALUES_TTL_SECONDS = 30.0
 
 
@@ -178,10 +180,17 @@ def named_values(question: str, field: str, collections: list[str], tenant: str,
     values: set[str] = set()
     now = time.monotonic()
     for collection in collections:
-        key = (id(index), collection, tenant, field)
+        # Cached per engine (not per wrapper giving its reads a deadline), and only for that object:
+        # an id can be reused once its object is gone.
+        engine = index.inner if isinstance(index, BoundedIndex) else index
+        key = (id(engine), collection, tenant, field)
         hit = _values_cache.get(key)
-        if hit is None or now - hit[0] > VALUES_TTL_SECONDS:
-            hit = (now, index.values(collection, tenant, field))
+        if hit is None or hit[2] is not engine or now - hit[0] > VALUES_TTL_SECONDS:
+            found = index.values(collection, tenant, field)
+            # An engine answering anything but names is not trusted, nor cached: the callers record it.
+            if not isinstance(found, (list, tuple)) or not all(isinstance(v, str) for v in found):
+                raise ValueError(f"the vector engine listed {field} values that are not names")
+            hit = (now, list(found), engine)
             _values_cache[key] = hit
         values.update(hit[1])
     candidates = sorted((v for v in values if len(v) >= 3), key=len, reverse=True)
@@ -305,21 +314,28 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
             # Values the question names (a source, ...) are kept whole: the sub-query that names one
             # is searched within it (see retrieve).
             rag = state.get("rag") or {}
-            named = mentioned_values(question, policy, rag, ctx.tenant, get_resources(ctx).index) if rag.get("enabled") else {}
+            named = {}
+            if rag.get("enabled"):
+                try:
+                    named = mentioned_values(question, policy, rag, ctx.tenant, bounded_index(ctx))
+                except Exception as exc:  # the split goes on without them: a named value may be cut
+                    errors.append(f"decompose: values the question names unavailable ({failure_reason(exc)}); "
+                                  "split without them")
             llm = None
             try:
                 llm = chat_model(ctx)
                 if llm is not None:
                     sub_queries = llm_sub_queries(llm, ctx.chat_model, question, language, policy)
                     info.update(decomposed=True, method="llm")
-                    return {"sub_queries": sub_queries, "decomposition": info}
+                    return {"sub_queries": sub_queries, "decomposition": info, **({"errors": errors} if errors else {})}
             except Exception as exc:  # the rules below are the fallback, and the reason is kept
                 info["llm_error"] = failure_reason(exc)
                 errors.append(f"decompose: chat model unusable ({info['llm_error']}); rule-based split")
             sub_queries = split_question(question, policy, language, [v for vs in named.values() for v in vs])
-    except Exception as exc:  # any failure (policy, engine, splitter): the original question stands
+    except Exception as exc:  # any failure (policy, splitter): the original question stands
         info.update(decomposed=False, method="fallback", error=f"decomposition failed, using the original question: {exc}")
-        return {"sub_queries": [question], "decomposition": info}
+        return {"sub_queries": [question], "decomposition": info,
+                "errors": [*errors, f"decompose: {failure_reason(exc)}; the original question is searched"]}
     decomposed = len(sub_queries) >= 2
     info.update(decomposed=decomposed, method="rules" if decomposed else "none")
     if info.get("complex") and not decomposed:

@@ -25,10 +25,10 @@ from langgraph.runtime import Runtime
 from graph.context import Context
 from graph.policy import load_policy
 from graph.providers import failure_reason, reranker
-from graph.resources import get_analyzer, get_resources
+from graph.resources import bounded_index, get_analyzer
 from graph.state import Chunk, State
 from graph.text import instruction_matcher, strip_instructions
-from graph.vectorstore import VectorIndex
+from graph.vectorstore import VectorIndex, payload_passes_gates
 from nodes.instrumentation import context_of, timed
 from nodes.rrf import fused_ids
 
@@ -136,10 +136,12 @@ def diversify(ranked: list[Chunk], aspects: np.ndarray, weight: float, n: int) -
     return [ranked[i] for i in order + rest]
 
 
-def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex) -> list[Chunk]:
+def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex, problems: list[str] | None = None) -> list[Chunk]:
     """Name each chunk and give it its text and metadata (one engine call per collection, gated);
     a chunk whose payload is gone (re-ingested or re-gated since the search) is dropped, one that
-    already has its text keeps it."""
+    already has its text keeps it. A payload the engine should not have returned (another tenant's,
+    not approved) or cannot have stored (no text, no document id) is dropped too, and counted in
+    `problems`: the gates are checked here once more, whatever index answered."""
     by_collection: dict[str, list[str]] = {}
     for c in chunks:
         if "content" not in c:  # a chunk fetched already (for a provider reranker) is not read twice
@@ -147,9 +149,12 @@ def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex) -> list[Ch
     payloads: dict[str, dict] = {}
     for collection, point_ids in by_collection.items():
         payloads.update(index.fetch(collection, tenant, point_ids))
-    out = []
+    out, refused = [], 0
     for c in chunks:
         p = payloads.get(c["pointId"])
+        if p is not None and not (isinstance(p, dict) and payload_passes_gates(p, tenant)
+                                  and isinstance(p.get("text"), str) and isinstance(p.get("docId"), str) and p["docId"]):
+            p, refused = None, refused + 1
         if p is None:
             if "content" in c:
                 out.append(c)
@@ -159,6 +164,9 @@ def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex) -> list[Ch
                  content=p.get("text", ""),
                  metadata={**(p.get("metadata") or {}), "header": p.get("header", ""), "language": p.get("language")})
         out.append(c)
+    if refused and problems is not None:
+        problems.append(f"rerank: the vector engine returned {refused} payload(s) that fail the gates or have no "
+                        "text / document id: dropped")
     return out
 
 
@@ -226,8 +234,13 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         ranked = diversify(ranked, aspects, float(diversity.get("weight", 0.0)), 2 * max_chunks)
     # Texts are read only for the chunks that made the cut once boosted: twice the budget, so the
     # character limit still has chunks to choose from.
-    ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][: 2 * max_chunks],
-                         ctx.tenant, get_resources(ctx).index)
+    try:
+        ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][: 2 * max_chunks],
+                             ctx.tenant, bounded_index(ctx), errors)
+    except Exception as exc:  # no texts, nothing to answer from: compose says so, the failure is recorded
+        errors.append(f"rerank: the vector engine did not return the chunks' texts ({failure_reason(exc)}); "
+                      "no chunk kept")
+        ranked = []
     ranked, quarantined = quarantine_instructions(ranked, instruction_matcher(policy.instruction_patterns))
     if quarantined:
         errors = errors + [f"rerank: text addressed to a model removed from {', '.join(quarantined)} (prompt injection)"]
@@ -240,20 +253,21 @@ def provider_rerank(ctx: Context, question: str, ranked: list[Chunk], boosts: di
     """Rerank the best `candidates` chunks with the configured Cohere-compatible model: its relevance
     score becomes `rerank_base` (kept in `scores.provider_rerank`), the policy's boosts apply after.
     Without one (`rerank_model` "none") the ranking stands; any failure keeps it too and says why."""
+    notes: list[str] = []
     try:
         model = reranker(ctx, top_n=candidates)
         if model is None:
             return ranked, []
-        head = fetch_texts(ranked[:candidates], ctx.tenant, get_resources(ctx).index)
+        head = fetch_texts(ranked[:candidates], ctx.tenant, bounded_index(ctx), notes)
         results = model.rerank(documents=[c["content"] for c in head], query=question, top_n=len(head))
         scores = {int(r["index"]): float(r["relevance_score"]) for r in results}
         if not scores or any(not 0 <= i < len(head) for i in scores):
             raise ValueError(f"unusable reply: {len(scores)} results for {len(head)} documents")
     except Exception as exc:
-        return ranked, [f"rerank: {ctx.rerank_model} failed ({failure_reason(exc)}); "
-                        "ragate's own reranker used"]
+        return ranked, notes + [f"rerank: {ctx.rerank_model} failed ({failure_reason(exc)}); "
+                                "ragate's own reranker used"]
     for i, chunk in enumerate(head):
         # A document the model left out of its results ranks below every one it scored.
         chunk["scores"].update(local_rerank=chunk["scores"]["rerank_base"], provider_rerank=scores.get(i),
                                rerank_base=scores.get(i, 0.0))
-    return apply_boosts(head, boosts), []
+    return apply_boosts(head, boosts), notes

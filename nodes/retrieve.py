@@ -9,11 +9,17 @@ Hits are light: point ids, scores, the chunk's similarity to the original questi
 the question's terms it holds, all computed inside the engine. Texts and metadata are fetched by
 rerank, for the few chunks that can still be kept.
 
-When the embedder fails (a remote provider timing out or erroring), the branch still searches the
-lexical list, which needs no model, and records why in `errors`: fewer good answers, not none.
+When the embedder fails (a remote provider timing out or erroring, or vectors of another dimension
+than the collection's), the branch still searches the lexical list, which needs no model, and records
+why in `errors`: fewer good answers, not none. So with the other parts of a branch: a failed lookup of
+the values a question names leaves its searches unscoped, a failed scoped search leaves the main one,
+and hits the engine returns malformed (no id, a score that is not a finite number) are dropped; each
+is recorded. Every engine read is held to the provider timeout (`bounded_index`).
 """
 
 from __future__ import annotations
+
+import math
 
 from langgraph.runtime import Runtime
 from langgraph.types import Send
@@ -21,7 +27,7 @@ from langgraph.types import Send
 from graph.context import Context
 from graph.policy import load_policy
 from graph.providers import failure_reason
-from graph.resources import get_analyzer, get_resources
+from graph.resources import bounded_index, get_analyzer, get_resources
 from graph.state import Chunk, RetrieveTask, SearchResult, State
 from graph.vectorstore import SearchHit, TenantRequiredError
 from nodes.decompose import mentioned_filters, scope_to_mentions
@@ -59,6 +65,47 @@ def to_chunk(hit: SearchHit, collection: str) -> Chunk:
     )
 
 
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _cosine(x) -> bool:
+    return x is None or (_number(x) and -1.0001 <= x <= 1.0001)
+
+
+def well_formed(hits, problems: list[str]) -> list[SearchHit]:
+    """The hits a ranking can use: an id and a finite score. A similarity that is not a cosine (not
+    a number, outside [-1, 1]) and term / flag collections that are not lists are dropped from the
+    hit. What was dropped is added to `problems`."""
+    if not isinstance(hits, (list, tuple)):
+        problems.append(f"the vector engine returned {type(hits).__name__} instead of a list of hits")
+        return []
+    kept, dropped, repaired = [], 0, 0
+    for hit in hits:
+        pid, score = getattr(hit, "point_id", None), getattr(hit, "score", None)
+        if type(pid) is str and pid and _number(score) and _cosine(hit.similarity) \
+                and type(hit.matched_terms) is list and type(hit.flags) is list:
+            kept.append(hit)  # the engine's own hits take this path: no copy
+            continue
+        if isinstance(pid, int) and not isinstance(pid, bool):
+            pid = str(pid)
+        if not isinstance(pid, str) or not pid or not _number(score):
+            dropped += 1
+            continue
+        similarity = hit.similarity if _cosine(hit.similarity) else None
+        terms = hit.matched_terms if isinstance(hit.matched_terms, list) else []
+        flags = hit.flags if isinstance(hit.flags, list) else []
+        repaired += (similarity is not hit.similarity) + (terms is not hit.matched_terms) + (flags is not hit.flags)
+        kept.append(SearchHit(point_id=pid, score=float(score), rank=len(kept) + 1, similarity=similarity,
+                              matched_terms=terms, flags=flags))
+    if dropped:
+        problems.append(f"the vector engine returned {dropped} malformed hit(s) (no id or no finite score): dropped")
+    if repaired:
+        problems.append(f"the vector engine returned {repaired} malformed hit feature(s) (similarity, terms, flags): "
+                        "ignored")
+    return kept
+
+
 def merge_lists(per_collection: list[tuple[str, list[SearchHit]]], limit: int) -> list[Chunk]:
     """One ranked list from several collections (scores of one list type are comparable)."""
     merged = sorted(((h, c) for c, hits in per_collection for h in hits), key=lambda hc: -hc[0].score)[:limit]
@@ -84,16 +131,36 @@ def _task_key(task: RetrieveTask) -> str:
     return f"retrieve[{task['index']}]"
 
 
-def _search(ctx: Context, res, rag: dict, *, sub_query_vector, sparse, filters, question_vector, question_terms,
-            boost_flags, limit: int, kind: str, sub_query: str) -> SearchResult:
-    """One search (every collection of the route): the dense and the lexical list, as the mode keeps them."""
+def _dimension_problem(index, collection: str, vector: list[float] | None) -> str | None:
+    """Why `vector` cannot search `collection`'s dense vectors (another dimension), or None."""
+    manifest = getattr(index, "manifest", None)
+    if vector is None or manifest is None:
+        return None
+    try:
+        dims = (manifest(collection) or {}).get("dimensions")
+    except Exception:  # the search itself will fail, and say why
+        return None
+    if isinstance(dims, int) and len(vector) != dims:
+        return (f"embeddings of {len(vector)} dimensions cannot search collection '{collection}' ({dims} dimensions); "
+                "lexical search only")
+    return None
+
+
+def _search(ctx: Context, index, rag: dict, *, sub_query_vector, sparse, filters, question_vector, question_terms,
+            boost_flags, limit: int, kind: str, sub_query: str, problems: list[str]) -> SearchResult:
+    """One search (every collection of the route): the dense and the lexical list, as the mode keeps them.
+    Degradations (a vector the collection cannot take, malformed hits) are added to `problems`."""
     dense_lists, lexical_lists = [], []
     for collection in rag["collections"]:
-        dense, lexical = res.index.search(collection, dense=sub_query_vector, sparse=sparse, tenant=ctx.tenant,
-                                          filters=filters, limit=limit, similarity_to=question_vector,
-                                          match_terms=question_terms, flags=boost_flags)
-        dense_lists.append((collection, dense))
-        lexical_lists.append((collection, lexical))
+        dense_vector, similarity_to = sub_query_vector, question_vector
+        if problem := _dimension_problem(index, collection, sub_query_vector or question_vector):
+            problems.append(problem)
+            dense_vector = similarity_to = None
+        found = index.search(collection, dense=dense_vector, sparse=sparse, tenant=ctx.tenant, filters=filters,
+                             limit=limit, similarity_to=similarity_to, match_terms=question_terms, flags=boost_flags)
+        dense, lexical = found if isinstance(found, (list, tuple)) and len(found) == 2 else ([], found)
+        dense_lists.append((collection, well_formed(dense, problems)))
+        lexical_lists.append((collection, well_formed(lexical, problems)))
     result = SearchResult(sub_query=sub_query, kind=kind, dense=[], lexical=[])
     # Both lists are always searched (one engine call); the mode decides which ones count.
     if ctx.retrieval_mode != "lexical":
@@ -111,9 +178,11 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     language = rag.get("language", "en")
     results: dict[str, SearchResult] = {}
     update: dict = {}
+    problems: list[str] = []
     try:
         policy = load_policy(ctx.policy_path)
         res = get_resources(ctx)
+        index = bounded_index(ctx, res.index)
         analyzer = get_analyzer(policy)
         filters = dict(rag.get("filters") or {})
         if task["kind"] == "performance":
@@ -121,37 +190,55 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         if task["kind"] == "sub_query" and task["sub_query"] != task["question"] and ctx.decompose:
             # A part of a split question that names a source ("... reported by TechCrunch") is
             # searched within it: that is where its evidence is.
-            filters.update(mentioned_filters(task["sub_query"], policy, rag, ctx.tenant, res.index))
+            filters.update(_mentions(mentioned_filters, task["sub_query"], policy, rag, ctx.tenant, index, problems) or {})
         question_vector, sub_query_vector, degraded = _embed(res.embeddings, task["question"], task["sub_query"])
         if degraded:
-            update["errors"] = [f"{key}: {degraded}"]
+            problems.append(degraded)
         common = dict(question_vector=question_vector, question_terms=sorted(analyzer.terms(task["question"], language)),
                       # The engine marks which chunks each rerank boost applies to, while it has them at hand.
                       boost_flags={n: c for n, (_, c) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {},
-                      limit=int(rag["profile"]["k"]))
-        results[key] = _search(ctx, res, rag, sub_query_vector=sub_query_vector,
+                      limit=int(rag["profile"]["k"]), problems=problems)
+        results[key] = _search(ctx, index, rag, sub_query_vector=sub_query_vector,
                                sparse=analyzer.query_vector(task["sub_query"], language), filters=filters,
                                kind=task["kind"], sub_query=task["sub_query"], **common)
         if task["index"] == 0 and task["kind"] == "sub_query" and ctx.decompose:
             # Sources the question names each get a search restricted to them, here in the first
             # branch rather than in a node of their own (no extra step for the many questions that
             # name none).
-            scoped = scope_to_mentions(task["question"], policy, rag, ctx.tenant, res.index)
+            scoped = _mentions(scope_to_mentions, task["question"], policy, rag, ctx.tenant, index, problems) or []
             update["scoped_queries"] = scoped
             for s in scoped:
-                results[f"{key}:{filter_label(s['filters'])}"] = _search(
-                    ctx, res, rag, sub_query_vector=question_vector, sparse=analyzer.query_vector(s["query"], language),
-                    filters={**filters, **s["filters"]}, kind="scoped", sub_query=s["query"], **common)
+                label = f"{key}:{filter_label(s['filters'])}"
+                try:
+                    results[label] = _search(
+                        ctx, index, rag, sub_query_vector=question_vector, sparse=analyzer.query_vector(s["query"], language),
+                        filters={**filters, **s["filters"]}, kind="scoped", sub_query=s["query"], **common)
+                except Exception as exc:  # the main search stands; this one is recorded
+                    results[label] = SearchResult(sub_query=s["query"], kind="scoped", dense=[], lexical=[],
+                                                  error=f"{type(exc).__name__}: {exc}")
     except TenantRequiredError as exc:
         results[key] = SearchResult(sub_query=task["sub_query"], kind=task["kind"], dense=[], lexical=[], error=str(exc))
     except Exception as exc:  # the engine or the embedder failed: record it, let the graph finish
         results[key] = SearchResult(sub_query=task["sub_query"], kind=task["kind"], dense=[], lexical=[],
                                     error=f"{type(exc).__name__}: {exc}")
     update["hits"] = results
-    errors = [f"{k} ({r['sub_query']!r}): {r['error']}" for k, r in results.items() if "error" in r]
+    errors = [f"{key}: {p}" for p in dict.fromkeys(problems)]
+    errors += [f"{k} ({r['sub_query']!r}): {r['error']}" for k, r in results.items() if "error" in r]
     if errors:
-        update["errors"] = update.get("errors", []) + errors
+        update["errors"] = errors
     return update
+
+
+def _mentions(find, text: str, policy, rag: dict, tenant: str | None, index, problems: list[str]):
+    """`find(text, ...)` (the filters or scoped searches for the values `text` names), or None, with the
+    reason in `problems`, when the engine cannot list the values: the searches go unscoped."""
+    try:
+        return find(text, policy, rag, tenant, index)
+    except TenantRequiredError:
+        raise
+    except Exception as exc:
+        problems.append(f"values the question names unavailable ({failure_reason(exc)}); searched unscoped")
+        return None
 
 
 def _embed(embeddings, question: str, sub_query: str) -> tuple[list[float] | None, list[float] | None, str | None]:

@@ -27,6 +27,7 @@ collection 404 with Qdrant's own message):
   * PUT /collections/{c}/points            upsert (``wait`` -> status "completed", else "acknowledged")
   * POST /collections/{c}/points           retrieve by ids
   * POST /collections/{c}/points/delete    by ids or by filter
+  * POST /collections/{c}/points/batch     upserts and deletes, in order
   * POST /collections/{c}/points/query, /points/query/batch, /points/scroll, /points/count
   * POST /collections/{c}/facet
 
@@ -269,6 +270,22 @@ class _Engine:
     def delete_points(self, body: Any, query: dict[str, str], c: str) -> Any:
         self.local.delete(c, points_selector=_parse(models.PointsSelector, body))
         return self._update_result(query)
+
+    @_route("POST", "/collections/{c}/points/batch")
+    def batch_update(self, body: Any, query: dict[str, str], c: str) -> Any:
+        """Upserts and deletes, applied in order (other operations of the batch API answer 400)."""
+        req: models.UpdateOperations = _parse(models.UpdateOperations, body)
+        results = []
+        for op in req.operations:
+            if isinstance(op, models.UpsertOperation):
+                points = op.upsert.points if isinstance(op.upsert, models.PointsList) else op.upsert.batch
+                self.local.upsert(c, points=points)
+            elif isinstance(op, models.DeleteOperation):
+                self.local.delete(c, points_selector=op.delete)
+            else:
+                raise _ApiError(400, f"Wrong input: {type(op).__name__} is not served by this test server")
+            results.append(self._update_result(query))
+        return results
 
     @_route("POST", "/collections/{c}/points")
     def retrieve(self, body: Any, query: dict[str, str], c: str) -> Any:
