@@ -104,20 +104,25 @@ _ENUMERATOR = re.compile(r"(?:^|\s)\d{1,2}[.)]$")
 
 def split_sentences(text: str) -> list[str]:
     """Split prose into sentences. Every line is split on its own, so titles, bullets and
-    paragraphs never run into the next sentence; "Dr." and inline "1." enumerators do not end one."""
-    parts: list[str] = []
+    paragraphs never run into the next sentence; "Dr." and inline "1." enumerators do not end one.
+    A sentence is kept as its pieces until the end: "Item 1. Item 2. …" joins thousands of pieces,
+    and re-reading the joined text at each one made a long list take hours."""
+    parts: list[list[str]] = []
     for line in text.splitlines():
         joined_prev = False
         for piece in _SENTENCE_END.split(line.strip()):
             piece = piece.strip() if piece else ""
             if not piece:
                 continue
-            if parts and joined_prev and (parts[-1].split()[-1].lstrip("([\"“'").casefold() in _ABBREVIATIONS or _ENUMERATOR.search(parts[-1])):
-                parts[-1] = f"{parts[-1]} {piece}"
+            # The joined sentence ends as its last piece does: its last word, or an enumerator.
+            last = parts[-1][-1] if parts else ""
+            if parts and joined_prev and (last.rsplit(None, 1)[-1].lstrip("([\"“'").casefold() in _ABBREVIATIONS
+                                          or _ENUMERATOR.search(last)):
+                parts[-1].append(piece)
             else:
-                parts.append(piece)
+                parts.append([piece])
             joined_prev = True
-    return parts
+    return [" ".join(p) for p in parts]
 
 
 @functools.lru_cache(maxsize=8)
