@@ -62,11 +62,15 @@ from graph.resources import get_analyzer, get_resources
 from graph.tenancy import TENANT_RE
 from graph.vectorstore import APPROVED_STATUSES, TENANT_FIELD, open_index
 
-# --- budgets: the file takes ~70 s on 2 cores (graph ~45 s, ingest ~9 s, HTTP ~15 s + the server's start) --
+# --- budgets: the file takes ~90 s on 2 cores (graph ~45 s, Qdrant server ~20 s, ingest ~9 s, HTTP ~15 s
+# + the server's start). RAGATE_ISOLATION_SCALE multiplies every budget: the soak run of bench/README.md
+# ("Isolation soak") generates thousands of graph runs with the same properties.
 
-GRAPH_EXAMPLES = 60        # corpora generated and ingested, each asked 1-5 questions
-INGEST_EXAMPLES = 20       # corpora where every document claims another tenant
-HTTP_EXAMPLES = 40         # questions through `ragate serve`, each with a random key
+SCALE = max(1, int(os.environ.get("RAGATE_ISOLATION_SCALE") or 1))
+GRAPH_EXAMPLES = 60 * SCALE        # corpora generated and ingested, each asked 1-5 questions
+SERVER_EXAMPLES = 10 * SCALE       # the same on the Qdrant server path (real qdrant_client over HTTP)
+INGEST_EXAMPLES = 20 * SCALE       # corpora where every document claims another tenant
+HTTP_EXAMPLES = 40 * SCALE         # questions through `ragate serve`, each with a random key
 
 SETTINGS = dict(deadline=None, derandomize=True, database=None, print_blob=False,
                 suppress_health_check=list(HealthCheck))
@@ -306,41 +310,54 @@ class Lab:
     root: Path
     counter: itertools.count = field(default_factory=itertools.count)
 
-    def ingest(self, world: World) -> "Example":
+    def ingest(self, world: World, engine: str = "embedded") -> "Example":
         """A fresh data folder with the world's documents ingested, tenant by tenant, into the
         policy's collection. (One folder per example: the engine flushes every shard a folder holds
-        after each ingest, so a shared folder with a collection per example grows quadratically.)"""
+        after each ingest, so a shared folder with a collection per example grows quadratically. On
+        the Qdrant server the collection is dropped first: the folder holds the store only.)"""
         home = self.root / f"x{next(self.counter)}"
+        if engine == "qdrant":
+            get_resources(context(home, None, engine)).index.client.delete_collection(COLLECTION)
         reports = {}
         for ti, tenant in enumerate(world.tenants):
             files = home / "docs" / f"t{ti}"
             files.mkdir(parents=True)
             lines = [json.dumps(d.line(), ensure_ascii=False) for d in world.docs if d.tenant == tenant]
             (files / "docs.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-            reports[tenant] = ingest_path(files, collection=COLLECTION, tenant=tenant, context=context(home, None))
-        return Example(home, reports, stored_points(context(home, None)))
+            reports[tenant] = ingest_path(files, collection=COLLECTION, tenant=tenant,
+                                          context=context(home, None, engine))
+        return Example(home, engine, reports, stored_points(context(home, None, engine)))
 
 
 @dataclass
 class Example:
     home: Path
+    engine: str                          # "embedded" | "qdrant" (a Qdrant server over HTTP)
     reports: dict[str, Any]              # IngestReport by tenant
     points: dict[str, tuple[str, str]]   # every stored point: {point id: (brandId, docId)}
 
+    def context(self, tenant: str | None) -> Context:
+        return context(self.home, tenant, self.engine)
+
     def close(self) -> None:
-        open_index(self.home).close()
+        if self.engine == "embedded":
+            open_index(self.home).close()
 
 
-def context(home: Path, tenant: str | None) -> Context:
-    return Context(home=str(home), tenant=tenant, chunk_tokens=INGEST_CHUNK_TOKENS, overlap_tokens=INGEST_OVERLAP_TOKENS)
+def context(home: Path, tenant: str | None, engine: str = "embedded") -> Context:
+    return Context(home=str(home), tenant=tenant, chunk_tokens=INGEST_CHUNK_TOKENS, overlap_tokens=INGEST_OVERLAP_TOKENS,
+                   vector_store=engine)
 
 
 def stored_points(ctx: Context) -> dict[str, tuple[str, str]]:
     """Every point of the collection as the engine holds it, read without any gate."""
-    from qdrant_edge import ScrollRequest
+    index = get_resources(ctx).index
+    if ctx.vector_store == "qdrant":
+        records, _ = index.client.scroll(COLLECTION, limit=100_000, with_payload=[TENANT_FIELD, "docId"])
+    else:
+        from qdrant_edge import ScrollRequest
 
-    shard = get_resources(ctx).index._shard(COLLECTION)
-    records, _ = shard.scroll(ScrollRequest(limit=100_000, with_payload=[TENANT_FIELD, "docId"]))
+        records, _ = index._shard(COLLECTION).scroll(ScrollRequest(limit=100_000, with_payload=[TENANT_FIELD, "docId"]))
     return {str(r.id): (r.payload[TENANT_FIELD], r.payload["docId"]) for r in records}
 
 
@@ -401,7 +418,7 @@ def check_searches(world: World, ex: Example) -> None:
     the claimed ones and the outsider included, returns that tenant's servable documents only; and
     returns the document to its own tenant when it is servable (so the search does work)."""
     points = ex.points
-    res, analyzer = get_resources(context(ex.home, None)), get_analyzer(POLICY)
+    res, analyzer = get_resources(ex.context(None)), get_analyzer(POLICY)
     for doc in world.docs:
         text = " ".join(doc.sentences)
         dense, sparse = res.embeddings.embed_query(text), analyzer.query_vector(text, "pt")
@@ -413,6 +430,12 @@ def check_searches(world: World, ex: Example) -> None:
                 f"searching as {tenant!r} returned {sorted(found - world.servable(tenant))}")
             if tenant == doc.tenant and doc.servable:
                 assert doc.id in found, f"{doc.id} not found by its own tenant {tenant!r} (search broken?)"
+            if ex.engine == "qdrant":
+                # LangChain's retriever over the same collection, with a call that would drop a
+                # filter kept in its search_kwargs.
+                retriever = res.index.governed_retriever(COLLECTION, tenant, res.embeddings, k=50)
+                got = {points[str(d.metadata["_id"])][1] for d in retriever.invoke(text, filter=None)}
+                assert got <= world.servable(tenant), f"governed retriever of {tenant!r}: {sorted(got)}"
 
 
 def check_state(world: World, tenant: str, case: Case, state: dict, ctx: dict) -> None:
@@ -536,17 +559,19 @@ def report(capsys, name: str, stats: Counter) -> None:
         print(f"\n[isolation] {name}: " + ", ".join(f"{k} {v}" for k, v in sorted(stats.items())))
 
 
-def test_no_request_ever_sees_what_its_tenant_may_not_read(lab, request_log, capsys):
+def check_graph_property(lab: Lab, request_log: RequestLog, capsys, engine: str, examples: int) -> None:
+    """`examples` generated scenarios on `engine`: ingest, then every case through the real graph and
+    every check; the stats printed and required to show the cases exercised what they claim to."""
     stats: Counter = Counter()
 
-    @settings(max_examples=GRAPH_EXAMPLES, **SETTINGS)
+    @settings(max_examples=examples, **SETTINGS)
     @given(scenarios())
     def prop(scenario):
         world, cases = scenario
-        ex = lab.ingest(world)
+        ex = lab.ingest(world, engine)
         check_ingest(world, ex)
         store = open_store(ex.home, None)
-        rag = Ragate(context(ex.home, world.tenants[0]), store=store, checkpointer=open_checkpointer(ex.home, None))
+        rag = Ragate(ex.context(world.tenants[0]), store=store, checkpointer=open_checkpointer(ex.home, None))
         near = {t.swapcase() for t in world.askers} | {t + "-" for t in world.askers} | {t[:-1] for t in world.askers}
         everyone = {t for t in (*world.askers, *near) if t}
         ctx = {"points": ex.points, "store": store, "log": request_log,
@@ -556,10 +581,11 @@ def test_no_request_ever_sees_what_its_tenant_may_not_read(lab, request_log, cap
         stats["documents"] += len(world.docs)
         stats["gated documents"] += sum(not d.servable for d in world.docs)
         stats["brand claims"] += sum(d.claim is not None for d in world.docs)
+        stats["engine searches"] += len(world.docs) * len(world.askers) * (2 if engine == "qdrant" else 1)
         for case in cases:
             tenant = world.askers[case.asker]
             state = rag.invoke(case.question, intent=case.intent, entity=case.entity, thread_id=case.thread,
-                               context=context(ex.home, tenant))
+                               context=ex.context(tenant))
             for check in CASE_CHECKS:
                 check(world, tenant, case, state, ctx)
             ctx["rids"][tenant].add(state["request_id"])
@@ -575,12 +601,35 @@ def test_no_request_ever_sees_what_its_tenant_may_not_read(lab, request_log, cap
         ex.close()
 
     prop()
-    report(capsys, "graph", stats)
+    report(capsys, f"graph ({engine})", stats)
     # The generated cases must exercise what they claim to: fan-out, scoped searches, answers, threads.
-    assert stats["examples"] == GRAPH_EXAMPLES
+    assert stats["examples"] == examples
     for key in ("decomposed", "3+ retrieve branches", "scoped searches", "in a thread"):
         assert stats[key] >= 0.05 * stats["graph runs"], (key, stats)
     assert stats["with sources"] >= 0.2 * stats["graph runs"], stats
+
+
+def test_no_request_ever_sees_what_its_tenant_may_not_read(lab, request_log, capsys):
+    check_graph_property(lab, request_log, capsys, "embedded", GRAPH_EXAMPLES)
+
+
+@pytest.fixture(scope="module")
+def qdrant_server():
+    """A Qdrant-REST server on 127.0.0.1 (tests/qdrant_server.py): ragate reaches it with the real
+    `qdrant_client` and `langchain_qdrant`, as it reaches a production server."""
+    from qdrant_server import QdrantTestServer
+
+    with QdrantTestServer() as srv, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("QDRANT_URL", srv.url)
+        yield srv
+
+
+def test_the_qdrant_server_path_keeps_the_same_promises(lab, request_log, capsys, qdrant_server):
+    """The same generated worlds and checks with `vector_store="qdrant"`: the gates travel in every
+    request's filter and the server evaluates them; the LangChain retriever over the same collection
+    (`governed_retriever`, asked with `filter=None`) is checked in `check_searches` too."""
+    check_graph_property(lab, request_log, capsys, "qdrant", SERVER_EXAMPLES)
+    assert qdrant_server.errors == []
 
 
 def test_a_claimed_brand_id_never_moves_a_document(lab, capsys):
@@ -610,8 +659,8 @@ def test_a_tenant_id_with_a_period_keeps_its_records(lab, tmp_path):
             doc_type="bi_note", category="sales", date="2025-06-01") for i, t in enumerate(("acme.br", "acme"))))
     ex = lab.ingest(world)
     store = open_store(ex.home, None)
-    rag = Ragate(context(ex.home, "acme.br"), store=store, checkpointer=open_checkpointer(ex.home, None))
-    state = rag.invoke("Quanto cresceram as vendas de inverno?", context=context(ex.home, "acme.br"))
+    rag = Ragate(ex.context("acme.br"), store=store, checkpointer=open_checkpointer(ex.home, None))
+    state = rag.invoke("Quanto cresceram as vendas de inverno?", context=ex.context("acme.br"))
     assert store.get(namespace(REQUESTS, "acme.br"), state["request_id"]) is not None
     record_feedback(store, "acme.br", state["request_id"], "up")
 
