@@ -114,6 +114,26 @@ CATEGORY_OF = {"report": "sales", "playbook": "marketing", "legal": "legal", "so
                "performance": "marketing", "news": "market", "operations": "operations"}
 
 
+def stop_process_group(proc: Any, waits: tuple[float, float] = (15, 10)) -> None:
+    """Stop a child started in its own session (its process group id is its pid): SIGTERM, then
+    SIGKILL, waiting `waits` seconds after each. A child already gone is fine."""
+    import signal
+    import subprocess
+
+    if proc is None or proc.poll() is not None:
+        return
+    for sig, wait in zip((signal.SIGTERM, signal.SIGKILL), waits):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 def tenant_name(i: int) -> str:
     return f"tenant{i:02d}"
 

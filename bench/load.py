@@ -69,7 +69,7 @@ ROOT = BENCH.parent
 if str(BENCH) not in sys.path:  # the sibling benches, when imported rather than run
     sys.path.insert(0, str(BENCH))
 
-from latency import CpuMonitor, code_fingerprint, log, machine_info, pct  # noqa: E402
+from latency import CpuMonitor, code_fingerprint, log, machine_info, pct, stop_process_group  # noqa: E402
 from llm_paths import sample_questions  # noqa: E402
 
 RESULTS_PATH = BENCH / "RESULTS.md"
@@ -187,18 +187,7 @@ class Server:
         return self.proc.pid if self.proc else None
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.proc.pid, sig)  # its own session: the group id is its pid
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        stop_process_group(self.proc, (15, 10))
 
     def log_tail(self, lines: int = 60) -> str:
         try:
@@ -575,7 +564,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if args.max_runs is not None and (args.url or not 1 <= args.max_runs <= 256):
         ap.error("--max-runs must be 1-256 and is for the server this bench starts (not with --url)")
     if args.faults is not None:
-        from load_faults import parse_faults
+        from fault_provider import parse_faults
 
         try:
             args.fault_rates = parse_faults(args.faults)

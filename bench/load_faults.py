@@ -36,7 +36,6 @@ import collections
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
@@ -51,7 +50,8 @@ ROOT = BENCH.parent
 if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
-from fault_provider import CLASSES, FAULT_KINDS, parse_faults  # noqa: F401  (parse_faults: for load.py)
+from fault_provider import CLASSES, FAULT_KINDS
+from latency import stop_process_group  # noqa: E402
 
 EMBEDDING_MODEL = "openai/use-multilingual"  # the provider computes ragate's own USE-multilingual vectors
 ECHO_CHAT_MODEL = "openai/echo"
@@ -139,18 +139,7 @@ class ProviderProcess:
         return self._call("GET", f"/_bench/calls?since={since}")["calls"]
 
     def stop(self) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.proc.wait(wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        stop_process_group(self.proc, (10, 5))
 
 
 def server_env(rates: dict[str, float], provider: ProviderProcess, provider_timeout: float, retries: int,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import math
 import os
 import sqlite3
 import threading
