@@ -86,7 +86,9 @@ class Context:
     )
     provider_timeout_s: float = field(
         default_factory=lambda: _env_number("RAGATE_PROVIDER_TIMEOUT", "30", float),
-        metadata={"description": "Seconds a chat, embedding or rerank call may take before it counts as failed."},
+        metadata={"description": "Seconds a chat, embedding or rerank call, or a read of the vector engine (embedded "
+                                 "or server), may take before it counts as failed; a streamed answer must finish "
+                                 "within this times (provider_retries + 1)."},
     )
     provider_retries: int = field(
         default_factory=lambda: _env_number("RAGATE_PROVIDER_RETRIES", "1"),
