@@ -179,6 +179,10 @@ class VectorIndex(Protocol):
 
     def replace_document(self, collection: str, tenant: str, doc_id: str, chunks: list[ChunkRecord]) -> None: ...
 
+    # Documents written (or tried) through this object; a cache of its reads (nodes/decompose.py's facet
+    # values) is stale once this changes.
+    writes: int
+
     def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None: ...
 
     def count(self, collection: str) -> int: ...
@@ -202,6 +206,7 @@ class EdgeVectorIndex:
         self.root = Path(home) / "collections"
         self._shards: dict[str, EdgeShard] = {}
         self._manifests: dict[str, dict[str, Any]] = {}  # a collection's model and dimensions never change
+        self.writes = 0  # documents written (or tried) through this object: caches of its reads key on it
         self._lock = threading.RLock()
 
     # --- collections ------------------------------------------------------------------------
@@ -393,9 +398,12 @@ class EdgeVectorIndex:
             for c in chunks
         ]
         with self._lock:
-            shard.update(UpdateOperation.delete_points_by_filter(flt))
-            if points:
-                shard.update(UpdateOperation.upsert_points(points))
+            try:
+                shard.update(UpdateOperation.delete_points_by_filter(flt))
+                if points:
+                    shard.update(UpdateOperation.upsert_points(points))
+            finally:
+                self.writes += 1
 
     def flush(self) -> None:
         with self._lock:

@@ -90,6 +90,7 @@ class QdrantServerIndex:
 
         self.url = url
         self.retries = retries
+        self.writes = 0  # documents written (or tried) through this object: caches of its reads key on it
         # REST, not gRPC: one port to open, and what every Qdrant deployment (Cloud, self-hosted) serves.
         self.client = QdrantClient(url=url, api_key=api_key or None, prefer_grpc=False, timeout=max(1, round(timeout_s)),
                                    check_compatibility=False)
@@ -263,7 +264,10 @@ class QdrantServerIndex:
             stale.must_not = [m.HasIdCondition(has_id=[p.id for p in points])]
             operations.append(m.UpsertOperation(upsert=m.PointsList(points=points)))
         operations.append(m.DeleteOperation(delete=m.FilterSelector(filter=stale)))
-        self.client.batch_update_points(collection, operations, wait=True)
+        try:
+            self.client.batch_update_points(collection, operations, wait=True)
+        finally:
+            self.writes += 1
 
     def flush(self) -> None:
         """Writes are acknowledged by the server (`wait=True`): nothing to flush."""

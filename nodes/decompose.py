@@ -169,14 +169,15 @@ def assess(question: str, policy: Policy) -> dict:
     return {"complex": decide, "decomposed": False, "score": score, "method": "none", "reasons": reasons}
 
 
-_values_cache: dict[tuple, tuple[float, list[str], object]] = {}
+_values_cache: dict[tuple, tuple[float, list[str], object, int]] = {}
 VALUES_TTL_SECONDS = 30.0
 
 
 def named_values(question: str, field: str, collections: list[str], tenant: str, index) -> list[str]:
     """Values of `field` among the tenant's documents that the question names (word boundaries,
     case-insensitive), longest first. The values are asked of the engine (facet) at most every
-    `VALUES_TTL_SECONDS` per collection and tenant."""
+    `VALUES_TTL_SECONDS` per collection and tenant, and again after a write through the same engine
+    object (a re-ingest that gates or removes a document must not leave its source named)."""
     values: set[str] = set()
     now = time.monotonic()
     for collection in collections:
@@ -184,13 +185,14 @@ def named_values(question: str, field: str, collections: list[str], tenant: str,
         # an id can be reused once its object is gone.
         engine = index.inner if isinstance(index, BoundedIndex) else index
         key = (id(engine), collection, tenant, field)
+        writes = getattr(engine, "writes", 0)
         hit = _values_cache.get(key)
-        if hit is None or hit[2] is not engine or now - hit[0] > VALUES_TTL_SECONDS:
+        if hit is None or hit[2] is not engine or hit[3] != writes or now - hit[0] > VALUES_TTL_SECONDS:
             found = index.values(collection, tenant, field)
             # An engine answering anything but names is not trusted, nor cached: the callers record it.
             if not isinstance(found, (list, tuple)) or not all(isinstance(v, str) for v in found):
                 raise ValueError(f"the vector engine listed {field} values that are not names")
-            hit = (now, list(found), engine)
+            hit = (now, list(found), engine, writes)
             _values_cache[key] = hit
         values.update(hit[1])
     candidates = sorted((v for v in values if len(v) >= 3), key=len, reverse=True)

@@ -77,3 +77,23 @@ def test_no_mention_no_scoped_search(home):
 def test_decompose_switch_also_turns_scoping_off(home):
     state = _ask(home, "What did TechCrunch and The Verge report about the FTX trial?", decompose=False)
     assert not state.get("scoped_queries") and len(state["hits"]) == 1
+
+
+def test_a_source_gated_by_a_reingest_is_no_longer_scoped(tmp_path):
+    """The tenant's source values are cached (30 s): a re-ingest through the same engine that gates the
+    only document of a source must not leave that source named in the next question's scoped searches
+    (found by the isolation soak on the Qdrant server path, where one engine object outlives corpora)."""
+    src = tmp_path / "docs.jsonl"
+
+    def ingest(approved: bool) -> None:
+        src.write_text(json.dumps({"id": "val-1", "content": "Valor reported that winter sales grew 12% in 2025.",
+                                   "metadata": {"source": "Valor", "isApprovedForAI": approved, "status": "ready"}}),
+                       encoding="utf-8")
+        ingest_path(src, collection="documents", tenant="news", context=Context(home=str(tmp_path)))
+
+    question = "What did Valor report about winter sales and growth in 2025?"
+    ingest(True)
+    assert [s["filters"]["source"] for s in _ask(tmp_path, question)["scoped_queries"]] == ["Valor"]
+    ingest(False)
+    state = _ask(tmp_path, question)
+    assert state["scoped_queries"] == [] and state["reranked"] == []
