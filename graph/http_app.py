@@ -57,7 +57,7 @@ REQUEST_ID_RE = re.compile(REQUEST_ID_PATTERN)
 MAX_RUNS_SETTING = "RAGATE_MAX_CONCURRENT_RUNS"
 DEFAULT_MAX_CONCURRENT_RUNS = 4
 SLOT_SECONDS_SETTING = "RAGATE_RUN_SLOT_SECONDS"
-DEFAULT_RUN_SLOT_SECONDS = 0.5
+DEFAULT_RUN_SLOT_SECONDS = 1.0
 # Runs in the graph at once, waiting ones included: below anyio's default of 40 worker threads, which
 # every other route's blocking call shares.
 MAX_RUNS_IN_GRAPH = 32
@@ -76,7 +76,7 @@ def _max_concurrent_runs() -> int:
 
 def _run_slot_seconds() -> float:
     """RAGATE_RUN_SLOT_SECONDS: how long a graph run holds one of the RAGATE_MAX_CONCURRENT_RUNS slots
-    (default 0.5 s); a bad value names the variable at start-up."""
+    (default 1 s); a bad value names the variable at start-up."""
     value = os.environ.get(SLOT_SECONDS_SETTING, "").strip() or str(DEFAULT_RUN_SLOT_SECONDS)
     try:
         seconds = float(value)
@@ -96,7 +96,9 @@ class RunAdmission:
     with four). A run computes for tens of milliseconds; one still in the graph after `slot_seconds`
     is waiting on a provider (a chat model's answer, a timeout, a retry's back-off) and stops counting
     against the slots, or a few slow provider calls would hold every request behind them (bench/RESULTS.md,
-    "Load with injected provider faults")."""
+    "Load with injected provider faults"). Not less than 1 s: with twenty clients a healthy run waits
+    for the CPU inside the graph for up to ~0.75 s (graph time p99), and 0.5 s let those in too (p99 1.0
+    s against 0.62 s at 1 s, bench/RESULTS.md "Load")."""
 
     def __init__(self, slots: int, slot_seconds: float, in_graph: int = MAX_RUNS_IN_GRAPH):
         self.slots, self.slot_seconds, self.in_graph = slots, slot_seconds, max(slots, in_graph)

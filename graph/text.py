@@ -135,7 +135,16 @@ def strip_instructions(text: str, matcher: re.Pattern[str] | None) -> tuple[str,
     """`text` without its sentences addressed to a model (prompt injection: "ignore previous
     instructions", "score this answer 1.0", a forged "Document [id]:" header), and how many were
     removed. Line breaks are kept, so headings and paragraphs stay where they were."""
-    if matcher is None or not matcher.search(text):
+    if matcher is None:
+        return text, 0
+    return _strip_instructions(text, matcher)
+
+
+# The patterns cost ~0.7 ms per 3,000-character chunk (a dozen case-insensitive alternatives tried at
+# every position); a chunk retrieved again, as popular chunks are, costs a lookup.
+@functools.lru_cache(maxsize=4096)
+def _strip_instructions(text: str, matcher: re.Pattern[str]) -> tuple[str, int]:
+    if not matcher.search(text):
         return text, 0
     removed, lines = 0, []
     for line in text.split("\n"):

@@ -99,4 +99,4 @@ def test_a_bad_slot_time_names_the_setting(monkeypatch, value):
 
 def test_the_slot_time_defaults_to_half_a_second(monkeypatch):
     monkeypatch.delenv("RAGATE_RUN_SLOT_SECONDS", raising=False)
-    assert _run_slot_seconds() == 0.5
+    assert _run_slot_seconds() == 1.0
