@@ -114,6 +114,19 @@ CATEGORY_OF = {"report": "sales", "playbook": "marketing", "legal": "legal", "so
                "performance": "marketing", "news": "market", "operations": "operations"}
 
 
+def run_header(run: dict[str, Any]) -> list[str]:
+    """The first lines of a RESULTS block of the load benches: when, which code, which machine, the command."""
+    m = run["machine"]
+    return [
+        f"Run {run['started']} · commit `{run['commit']}` · code `{run['code']}` (sha256 of graph/, nodes/, "
+        f"policies/) · machine: nproc {m['nproc']}, {m['cpu']}, {m['ram']} RAM · Python {m['python']}, langgraph "
+        f"{m['langgraph']} · {m['os']}",
+        "",
+        f"`{run['command']}`",
+        "",
+    ]
+
+
 def stop_process_group(proc: Any, waits: tuple[float, float] = (15, 10)) -> None:
     """Stop a child started in its own session (its process group id is its pid): SIGTERM, then
     SIGKILL, waiting `waits` seconds after each. A child already gone is fine."""

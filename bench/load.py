@@ -69,7 +69,7 @@ ROOT = BENCH.parent
 if str(BENCH) not in sys.path:  # the sibling benches, when imported rather than run
     sys.path.insert(0, str(BENCH))
 
-from latency import CpuMonitor, code_fingerprint, log, machine_info, pct, stop_process_group  # noqa: E402
+from latency import CpuMonitor, code_fingerprint, log, machine_info, pct, run_header, stop_process_group  # noqa: E402
 from llm_paths import sample_questions  # noqa: E402
 
 RESULTS_PATH = BENCH / "RESULTS.md"
@@ -399,18 +399,13 @@ def _counts(d: dict[str, int]) -> str:
 
 
 def report(run: dict[str, Any]) -> str:
-    s, a, m = run["timed"], run["args"], run["machine"]
+    s, a = run["timed"], run["args"]
     lat, passed = s["latency_ms"], run["pass"]
     cpu, base = run["cpu"], run.get("baseline")
     ok = lambda cond: "✅" if cond else "❌"  # noqa: E731
     la0, la1 = run["loadavg_before"], run["loadavg_after"]
     lines = [
-        f"Run {run['started']} · commit `{run['commit']}` · code `{run['code']}` (sha256 of graph/, nodes/, "
-        f"policies/) · machine: nproc {m['nproc']}, {m['cpu']}, {m['ram']} RAM · Python {m['python']}, langgraph "
-        f"{m['langgraph']} · {m['os']}",
-        "",
-        f"`{run['command']}`",
-        "",
+        *run_header(run),
         f"Server: {run['server']}. {a['clients']} clients (threads, one keep-alive `httpx.Client` each) for "
         f"{a['duration']:g} s, request timeout {a['timeout']:g} s, seed {a['seed']}; {run['questions']['acme']} acme "
         f"and {run['questions']['globex']} globex questions from samples/questions.md, each tenant with its own key; "

@@ -51,7 +51,7 @@ if str(BENCH) not in sys.path:
     sys.path.insert(0, str(BENCH))
 
 from fault_provider import CLASSES, FAULT_KINDS
-from latency import stop_process_group  # noqa: E402
+from latency import run_header, stop_process_group  # noqa: E402
 
 EMBEDDING_MODEL = "openai/use-multilingual"  # the provider computes ragate's own USE-multilingual vectors
 ECHO_CHAT_MODEL = "openai/echo"
@@ -289,7 +289,7 @@ def _pct_line(pct, values: list[float]) -> str:
 
 
 def report(run: dict[str, Any], pct) -> str:
-    s, a, m, acc, f = run["timed"], run["args"], run["machine"], run["accounting"], run["faults"]
+    s, a, acc, f = run["timed"], run["args"], run["accounting"], run["faults"]
     lat, cpu = s["latency_ms"], run["cpu"]
     ok = lambda cond: "✅" if cond else "❌"
     la0, la1 = run["loadavg_before"], run["loadavg_after"]
@@ -308,12 +308,7 @@ def report(run: dict[str, Any], pct) -> str:
         return f"{total:,} of {calls:,} attempts ({total / calls:.1%}): {detail}" if calls else "no calls"
 
     lines = [
-        f"Run {run['started']} · commit `{run['commit']}` · code `{run['code']}` (sha256 of graph/, nodes/, "
-        f"policies/) · machine: nproc {m['nproc']}, {m['cpu']}, {m['ram']} RAM · Python {m['python']}, langgraph "
-        f"{m['langgraph']} · {m['os']}",
-        "",
-        f"`{run['command']}`",
-        "",
+        *run_header(run),
         f"Server: {run['server']}, with {f['server_settings']}. Provider: `bench/fault_provider.py` on 127.0.0.1 "
         f"({f['provider']}), faults {', '.join(f'{k} {v:.0%}' for k, v in rates.items())} of the HTTP attempts "
         f"(retries included), seed {a['seed']}, only during the timed phase. {a['clients']} clients for "
