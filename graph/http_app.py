@@ -24,7 +24,6 @@ import contextlib
 import json
 import logging
 import math
-import os
 import re
 import threading
 import uuid
@@ -42,7 +41,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from graph.audit import REQUESTS, namespace
-from graph.context import Context
+from graph.context import Context, env_number
 from graph.feedback import FeedbackError, UnknownRequestError, parse_rating
 from graph.policy import PolicyError, load_policy
 from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN, QuestionError, check_question
@@ -68,22 +67,18 @@ FEEDBACK_FIELDS = {"request_id", "rating", "comment", "tenant"}
 def _max_concurrent_runs() -> int:
     """RAGATE_MAX_CONCURRENT_RUNS: graph runs /api/chat lets in at once (default 4); a bad value
     names the variable at start-up."""
-    value = os.environ.get(MAX_RUNS_SETTING, "").strip() or str(DEFAULT_MAX_CONCURRENT_RUNS)
-    if not value.isdigit() or not 1 <= int(value) <= 256:
-        raise ValueError(f"{MAX_RUNS_SETTING}={value!r}: expected an integer from 1 to 256")
-    return int(value)
+    runs = env_number(MAX_RUNS_SETTING, str(DEFAULT_MAX_CONCURRENT_RUNS))
+    if not 1 <= runs <= 256:
+        raise ValueError(f"{MAX_RUNS_SETTING}={runs!r}: expected an integer from 1 to 256")
+    return runs
 
 
 def _run_slot_seconds() -> float:
     """RAGATE_RUN_SLOT_SECONDS: how long a graph run holds one of the RAGATE_MAX_CONCURRENT_RUNS slots
     (default 1 s); a bad value names the variable at start-up."""
-    value = os.environ.get(SLOT_SECONDS_SETTING, "").strip() or str(DEFAULT_RUN_SLOT_SECONDS)
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds <= 600:
-        raise ValueError(f"{SLOT_SECONDS_SETTING}={value!r}: expected a number of seconds above 0, at most 600")
+    seconds = env_number(SLOT_SECONDS_SETTING, str(DEFAULT_RUN_SLOT_SECONDS), float)
+    if not 0 < seconds <= 600:  # NaN too
+        raise ValueError(f"{SLOT_SECONDS_SETTING}={seconds!r}: expected a number of seconds above 0, at most 600")
     return seconds
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import time
 import unicodedata
@@ -29,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from graph.context import CHUNK_TOKENS, OVERLAP_TOKENS, Context
+from graph.context import CHUNK_TOKENS, OVERLAP_TOKENS, Context, env_number
 from graph.policy import load_policy
 from graph.resources import get_analyzer, get_resources
 from graph.text import detect_language, split_sentences
@@ -107,11 +106,10 @@ class IngestReport:
 def max_document_bytes(max_document_mb: float | None = None) -> int:
     """The size limit in bytes: the argument, else $RAGATE_MAX_DOCUMENT_MB, else 8 MB."""
     if max_document_mb is None:
-        raw = os.environ.get("RAGATE_MAX_DOCUMENT_MB", "").strip()
         try:
-            max_document_mb = float(raw) if raw else DEFAULT_MAX_DOCUMENT_MB
-        except ValueError:
-            raise IngestError(f"RAGATE_MAX_DOCUMENT_MB={raw!r} is not a number") from None
+            max_document_mb = env_number("RAGATE_MAX_DOCUMENT_MB", str(DEFAULT_MAX_DOCUMENT_MB), float)
+        except ValueError as exc:
+            raise IngestError(str(exc)) from None
     if not max_document_mb > 0:
         raise IngestError(f"max_document_mb must be above 0, not {max_document_mb}")
     return int(max_document_mb * 1024 * 1024)
