@@ -78,7 +78,9 @@ POOL_MAX_SIZE = 8  # LangGraph's Postgres classes take a lock per call anyway: a
 
 
 _LABEL_ESCAPES = {"%": "%25", ".": "%2E", "\x00": "%00"}
+_LABEL_TEXT = {code: ch for ch, code in _LABEL_ESCAPES.items()}
 _LABEL_SPECIAL = re.compile("[%.\x00]")
+_LABEL_CODE = re.compile("|".join(_LABEL_TEXT))
 
 
 def namespace_label(text: str) -> str:
@@ -89,7 +91,7 @@ def namespace_label(text: str) -> str:
 
 def label_text(label: str) -> str:
     """The text a `namespace_label` encodes (an operator reading namespaces back to tenant ids)."""
-    return re.sub("%(25|2E|00)", lambda m: {"25": "%", "2E": ".", "00": "\x00"}[m.group(1)], label)
+    return _LABEL_CODE.sub(lambda m: _LABEL_TEXT[m.group()], label)
 
 
 class PersistenceError(ValueError):

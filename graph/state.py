@@ -124,8 +124,8 @@ _INVISIBLE = re.compile("[\u00ad\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u20
 
 def check_question(question: Any) -> str:
     """The question as the graph should see it (stripped, invisible formatting removed), if a caller
-    may ask it; QuestionError naming the problem otherwise. One rule for the Python API and the CLI
-    (proposed for the HTTP routes, which apply the same limits): text (str); valid Unicode (no lone
+    may ask it; QuestionError naming the problem otherwise. One rule for every entry point (the Python
+    API, the CLI, /api/chat, /rag, and route_gate for a graph run directly): text (str); valid Unicode (no lone
     surrogate: what undecodable bytes become in a command line, or a broken JSON escape, and neither
     can be stored or sent back as UTF-8); no control characters but tab and new lines; not empty,
     nor only invisible characters; at most MAX_QUESTION_CHARS. Anything else (any script, emoji,
