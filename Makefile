@@ -5,7 +5,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# LangServe (graph/langserve_app.py) lives in a venv of its own: langserve pins sse-starlette<2,
+# LangServe (graph/entrypoints/langserve_app.py) lives in a venv of its own: langserve pins sse-starlette<2,
 # the LangGraph server of the serve/test extras needs sse-starlette>=2.1.3.
 LS_VENV ?= .venv-langserve
 LS_BIN  := $(LS_VENV)/bin

@@ -4,7 +4,7 @@
 It answers what ragate's OpenAI clients send (`langchain_openai.OpenAIEmbeddings` and `ChatOpenAI`,
 through `OPENAI_BASE_URL`):
 
-- `POST /v1/embeddings`: REAL vectors, from ragate's own embedded model (`graph.embeddings.
+- `POST /v1/embeddings`: REAL vectors, from ragate's own embedded model (`graph.providers.embeddings.
   UseMultilingualEmbeddings`, 512 dims), so that the samples `ragate serve --samples` ingests through
   this provider and the questions asked later are embedded by the same model as in the embedded
   default, and retrieval quality under load is the real one. JSON floats, or little-endian float32 in
@@ -65,8 +65,8 @@ import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections import OrderedDict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ if str(ROOT) not in sys.path:  # `python bench/fault_provider.py` from a checkou
 
 import yaml
 
-from graph.text import split_sentences
+from graph.algorithms.text import split_sentences
 
 FAULT_KINDS = ("http_500", "http_503", "hangup", "timeout", "garbage")
 CLASSES = ("embedding", "chat")
@@ -325,7 +325,7 @@ class Provider:
     def embedder(self):
         with self._embedder_lock:
             if self._embedder is None:
-                from graph.embeddings import UseMultilingualEmbeddings
+                from graph.providers.embeddings import UseMultilingualEmbeddings
 
                 self._embedder = UseMultilingualEmbeddings()
             return self._embedder

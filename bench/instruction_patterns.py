@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from graph.algorithms.text import instruction_matcher, split_sentences  # noqa: E402
 from graph.evaluation.datasets import DATASETS, DatasetError, load_dataset  # noqa: E402
 from graph.policy import PolicyError, load_policy  # noqa: E402
-from graph.text import instruction_matcher, split_sentences  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

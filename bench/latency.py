@@ -5,8 +5,8 @@ What it measures (see bench/README.md for how to read the figures):
 
 1. Build: a synthetic collection written through the real `EdgeVectorIndex` (`open_index`,
    `ensure_collection`, `replace_document` per document, then `optimize()` so HNSW is built), with
-   the exact payload schema `graph/ingest.py` writes. Dense vectors are seeded random unit vectors;
-   sparse vectors are the engine's BM25 document vectors (`graph.text.Analyzer`) over synthetic
+   the exact payload schema `graph/indexing/ingest.py` writes. Dense vectors are seeded random unit vectors;
+   sparse vectors are the engine's BM25 document vectors (`graph.algorithms.text.Analyzer`) over synthetic
    Portuguese/English text of ~150 words per chunk. The build is reused when `--home` already holds
    one with the same parameters (keyed by `bench-manifest.json`). Ingest throughput excludes embedding.
 2. Retrieval: `index.search(collection, dense, sparse, tenant, filters=None, limit=50)` — one
@@ -52,9 +52,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/latency.py` from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
+from graph.algorithms.text import get_analyzer  # noqa: E402
 from graph.policy import DEFAULT_POLICY_PATH, load_policy  # noqa: E402
-from graph.resources import get_analyzer  # noqa: E402
-from graph.vectorstore import (
+from graph.providers.vectorstore import (
     APPROVED_STATUSES,
     COLLECTION_SCHEMA,
     TENANT_FIELD,
@@ -286,8 +286,8 @@ def make_corpus(n_chunks: int, dims: int, n_tenants: int, seed: int) -> Corpus:
 
 def doc_records(doc: Doc, corpus: Corpus, vocab: Vocab, analyzer, rng: np.random.Generator,
                 mean_words: int) -> list[ChunkRecord]:
-    """The chunks of one synthetic document, built by graph/ingest.py's own `chunk_record`."""
-    from graph.ingest import Document, chunk_record, header_for
+    """The chunks of one synthetic document, built by graph/indexing/ingest.py's own `chunk_record`."""
+    from graph.indexing.ingest import Document, chunk_record, header_for
 
     tenant = tenant_name(doc.tenant)
     document = Document(id=doc.doc_id, content="", assetId=doc.asset_id, assetName=doc.asset_name,
@@ -549,7 +549,7 @@ def embed_sample(corpus: Corpus, vocab: Vocab, args, n: int) -> float | None:
     """Documents/s of the default embedder on `n` synthetic chunks, for context (not part of the load)."""
     if n <= 0:
         return None
-    from graph.embeddings import base_embeddings
+    from graph.providers.embeddings import base_embeddings
 
     rng = np.random.default_rng([args.seed, 9])
     texts = [synth_text(rng, vocab, "pt", args.words) for _ in range(n)]
@@ -757,9 +757,9 @@ class HashEmbeddings:
 def graph_setup(home: Path, tenant: int, dims: int, nodes=None):
     from langgraph.store.memory import InMemoryStore
 
-    from graph import embeddings as emb_mod
     from graph.context import Context
     from graph.graph import compile_graph
+    from graph.providers import embeddings as emb_mod
 
     spec = embedding_model_for(dims)
     ctx = Context(tenant=tenant_name(tenant), home=str(home), policy_path=str(DEFAULT_POLICY_PATH),
@@ -835,7 +835,7 @@ def summarize(rs: list[dict]) -> dict:
 
 
 def graph_phase(index: EdgeVectorIndex, args, home: Path) -> dict:
-    from graph.resources import get_resources
+    from graph.providers.resources import get_resources
 
     app, ctx = graph_setup(home, args.graph_tenant, args.dims)
     res = get_resources(ctx)
@@ -940,11 +940,19 @@ def explore(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyzer, args
     search costs without payloads, what payloads cost per point, dense recall with ACORN or exact
     search, the reranker's text analysis vs asking the engine which candidates hold each question
     term, and LangGraph's own cost with the node bodies replaced by recorded updates."""
-    from qdrant_edge import (AcornSearchParams, Filter, HasIdCondition, Query, QueryBatchRequest,
-                             QueryRequest, SearchParams, SparseVector)
+    from qdrant_edge import (
+        AcornSearchParams,
+        Filter,
+        HasIdCondition,
+        Query,
+        QueryBatchRequest,
+        QueryRequest,
+        SearchParams,
+        SparseVector,
+    )
 
-    from graph.text import Analyzer
-    from graph.vectorstore import DENSE, SPARSE, governance_filter
+    from graph.algorithms.text import Analyzer
+    from graph.providers.vectorstore import DENSE, SPARSE, governance_filter
 
     shard = index._shard(COLLECTION)
     n = min(args.queries, 200)
@@ -969,7 +977,7 @@ def explore(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyzer, args
 
     dense_variants = {"default HNSW": None, "hnsw_ef=256": SearchParams(hnsw_ef=256),
                       "ACORN": SearchParams(acorn=AcornSearchParams(enable=True)), "exact": SearchParams(exact=True)}
-    import graph.vectorstore as vs
+    import graph.providers.vectorstore as vs
 
     light = getattr(vs, "LIGHT_PAYLOAD", None)
     t = {k: [] for k in ("ids", "payload", "light", "similarity", "analyze", "presence")}
@@ -1047,7 +1055,7 @@ def explore(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyzer, args
 
     # Per-call costs of the lookups every node repeats.
     from graph.context import Context
-    from graph.resources import get_resources
+    from graph.providers.resources import get_resources
 
     ctx = Context(tenant=tenant_name(args.graph_tenant), home=str(home), policy_path=str(DEFAULT_POLICY_PATH),
                   embedding_model=embedding_model_for(args.dims))
@@ -1067,7 +1075,7 @@ def explore(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyzer, args
 def hydrate_variants(index: EdgeVectorIndex, shard, qs, gates, args, n: int = 12) -> dict:
     from qdrant_edge import Filter, HasIdCondition, Query, QueryRequest, SearchParams
 
-    from graph.vectorstore import DENSE
+    from graph.providers.vectorstore import DENSE
 
     t = {"fetch": [], "retrieve": [], "query": []}
     for i, q in enumerate(qs):

@@ -83,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("RAGATE_LOG", "off")
     from graph.context import Context
     from graph.graph import compile_graph
-    from graph.ingest import ingest_path
-    from graph.providers import check_providers
+    from graph.indexing.ingest import ingest_path
+    from graph.providers.resources import check_providers
 
     catalogue = sample_questions(ROOT / "samples" / "questions.md")
     wanted = [q.strip() for q in args.questions.split(",") if q.strip()][: args.limit]

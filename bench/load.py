@@ -3,7 +3,7 @@
 
 What it measures (see bench/README.md):
 
-- Starts `python -m graph.cli serve --samples --port <free port>` as a child process (the LangGraph dev
+- Starts `python -m graph.entrypoints.cli serve --samples --port <free port>` as a child process (the LangGraph dev
   server with ragate's routes; the bundled samples ingested into its own temporary RAGATE_HOME, one
   generated API key per sample tenant, acme and globex), waits for GET /ok, and always stops it (its
   process group: SIGTERM, then SIGKILL), also on Ctrl-C. Or, with --url and --key-acme/--key-globex, it
@@ -165,7 +165,7 @@ class Server:
 
     def start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "graph.cli", "serve", "--samples", "--port", str(self.port)]
+        argv = [sys.executable, "-m", "graph.entrypoints.cli", "serve", "--samples", "--port", str(self.port)]
         with open(self.log_path, "wb") as out:
             self.proc = subprocess.Popen(argv, cwd=ROOT, env=self.env(), stdout=out, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True)

@@ -160,7 +160,7 @@ def ingest_samples(env: dict[str, str], home: Path, timeout_s: float = 600.0) ->
     embed a batch of chunks on a busy machine: the server's own ingest then finds every document
     unchanged and only embeds its dimension probe, within the short timeout the benchmark sets."""
     env = dict(env, RAGATE_PROVIDER_TIMEOUT="300")
-    code = ("from graph.cli import _ingest_samples; from graph.context import Context; "
+    code = ("from graph.entrypoints.cli import _ingest_samples; from graph.context import Context; "
             "_ingest_samples(Context(), progress=False)")
     with open(home / "ingest.log", "wb") as out:
         done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from graph import Context, Ragate
-from graph.ingest import ingest_path
+from graph.indexing.ingest import ingest_path
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 

@@ -9,10 +9,9 @@ the compiled ragate graph is added as a node as it is. The parent's runtime cont
 
 from __future__ import annotations
 
-from typing_extensions import TypedDict
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
+from typing_extensions import TypedDict
 
 from graph import Context, compile_graph
 

@@ -7,29 +7,24 @@ Public API:
     Ragate                      — compiled graph + memory store, `ask()` returns the output contract
     to_output                   — final state -> output contract
 
-Names are resolved lazily: the nodes import `graph.*` modules, and `graph.graph` imports the
-nodes, so importing everything here eagerly would make the import order matter.
+Where things live (imports run one way, top to bottom; tests/test_layers.py holds the contracts):
+    graph.entrypoints   CLI, Python API, HTTP app, LangServe app, LangGraph server auth, the web page
+    graph.evaluation    `ragate eval`: retrieval, answers, groundedness on labelled data
+    graph.graph         the wiring;  graph.indexing: ingest (files -> chunks -> engine)
+    nodes               one module per node
+    graph.runtime       what every node uses: the tenant rule (tenant_binding), timings, the run's policy
+    graph.governance    API keys and tenants, request records, feedback, the request log
+    graph.providers     chat, rerank, embeddings, both vector engines, persistence, resources
+    graph.context       Context;  graph.algorithms: text, groundedness, fusion, scoping, decomposition, judging
+    graph.policy        the typed policy;  graph.prompts, graph.output, graph.state, graph.settings, graph.assets
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from graph.context import Context
+from graph.entrypoints.api import Ragate
+from graph.graph import build_graph, compile_graph
+from graph.output import to_output
+from graph.state import InputState, State
 
-_EXPORTS = {
-    "Context": "graph.context",
-    "InputState": "graph.state",
-    "State": "graph.state",
-    "Ragate": "graph.api",
-    "build_graph": "graph.graph",
-    "compile_graph": "graph.graph",
-    "to_output": "graph.output",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'graph' has no attribute {name!r}")
+__all__ = ["Context", "InputState", "Ragate", "State", "build_graph", "compile_graph", "to_output"]

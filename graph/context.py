@@ -14,8 +14,7 @@ import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from graph.policy import DEFAULT_POLICY_PATH
-
+from graph.assets import DEFAULT_POLICY_PATH
 
 RETRIEVAL_MODES = ("hybrid", "dense", "lexical")
 

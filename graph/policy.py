@@ -18,9 +18,7 @@ from typing import Any
 
 import yaml
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_POLICY_PATH = PROJECT_ROOT / "policies" / "rag.yaml"
-
+from graph.assets import DEFAULT_POLICY_PATH
 
 # Stemmers the engine's BM25 encoders know (qdrant-edge `Bm25Config(language=...)`).
 SNOWBALL_LANGUAGES = frozenset({

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
+from graph.assets import PROMPTS_DIR
 
 
 @functools.lru_cache(maxsize=None)

@@ -27,15 +27,17 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from graph.algorithms.judging import checker_for, sources_of
+from graph.algorithms.text import Analyzer, citations_in, get_analyzer, split_sentences
 from graph.context import Context
 from graph.policy import load_policy
 from graph.prompts import llm_prompt, phrase, phrases
-from graph.providers import ProviderError, chat_model, failure_reason
-from graph.resources import embeddings_for, get_analyzer
+from graph.providers.chat import chat_model
+from graph.providers.resources import embeddings_for
+from graph.providers.specs import ProviderError, failure_reason
+from graph.runtime.tenant_binding import run_context
+from graph.runtime.timing import timed
 from graph.state import Chunk, State
-from graph.text import Analyzer, citations_in, split_sentences
-from nodes.instrumentation import context_of, timed
-from nodes.judge import checker_for, sources_of
 
 _BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
 
@@ -280,7 +282,7 @@ def draft_failures(draft: str, chunks: list[Chunk], language: str, policy, ctx: 
 
 @timed("compose")
 def compose(state: State, runtime: Runtime[Context]) -> dict:
-    ctx = context_of(runtime)
+    ctx = run_context(runtime)
     rag = state.get("rag") or {}
     language = state.get("language") or rag.get("language") or "en"
     chunks = state.get("reranked") or []

@@ -1,180 +1,28 @@
 """judge: score the answer's quality, utility and groundedness (0–1) and decide OK / WARNING / BLOCK.
 
-The deterministic checks always run, whoever composed the answer (graph/groundedness.py): every
-claim must be supported by the chunks it cites; an invented value, date, name, field or citation,
-a flipped negation or an uncited fact caps groundedness below 0.3, so the answer is blocked. When an
-LLM judge is configured its groundedness is bounded by the deterministic one (`combine_with_llm`).
-Thresholds, ceilings and word lists come from the policy's `judge` and `languages` sections.
+The deterministic checks always run, whoever composed the answer (graph/algorithms/judging.py). When
+an LLM judge is configured (`RAGATE_CHAT_MODEL`, prompts/judge.yaml) its verdict is bounded by the
+deterministic one: its groundedness never exceeds it, its decision is never more permissive.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
 from string import Template
 from typing import Any
 
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
+from graph.algorithms.judging import combine_with_llm, deterministic_verdict, parse_llm_verdict
 from graph.context import Context
-from graph.groundedness import GroundednessChecker, Lexicons, Source, Thresholds, groundedness_score
-from graph.policy import Policy, load_policy
-from graph.prompts import all_templates, llm_prompt
-from graph.providers import ProviderError, chat_model, failure_reason, json_reply
-from graph.resources import embeddings_for, get_analyzer
-from graph.state import Chunk, State, Verdict
-from graph.text import citations_in, detect_language, extract_values, has_any_phrase, split_sentences, strip_citations
-from nodes.instrumentation import context_of, timed
-
-UTILITY_BY_COVERAGE = {"high": 0.95, "medium": 0.85, "low": 0.6, "none": 0.5}
-_LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
-
-
-_checkers: dict[int, tuple[Policy, GroundednessChecker]] = {}
-
-
-def checker_for(policy: Policy) -> GroundednessChecker:
-    # load_policy hands out one Policy object per file version, so a changed policy gets a new
-    # checker; the Policy is kept beside it so a recycled id() can never match a stale entry.
-    entry = _checkers.get(id(policy))
-    if entry is None or entry[0] is not policy:
-        if len(_checkers) >= 8:
-            _checkers.pop(next(iter(_checkers)))
-        entry = (policy, GroundednessChecker(get_analyzer(policy), Lexicons.from_policy(policy.raw, all_templates()),
-                                             Thresholds.from_policy(policy.section("judge"))))
-        _checkers[id(policy)] = entry
-    return entry[1]
-
-
-def sources_of(chunks: Sequence[Chunk]) -> list[Source]:
-    return [Source(doc_id=c["docId"], text=c.get("content", ""), chunk_id=c.get("id", "")) for c in chunks]
-
-
-def judge_answer(answer: str, sources: Sequence[Source], *, language: str, coverage: str, policy: Policy,
-                 embeddings: Any = None) -> Verdict:
-    """The deterministic verdict on one answer: per-claim support, the three scores, the decision."""
-    cfg = policy.section("judge")
-    checks = checker_for(policy).check(answer, sources, language, embeddings)
-    groundedness, g_reason = groundedness_score(checks, cfg)
-    quality, q_reason = quality_score(answer, coverage, language, policy)
-    utility, u_reason = utility_score(answer, coverage, cfg)
-    scores = {"quality": quality, "utility": utility, "groundedness": groundedness}
-    return Verdict(
-        scores=scores,
-        reasoning={"quality": q_reason, "utility": u_reason, "groundedness": g_reason},
-        final_decision=decide(scores, cfg["thresholds"]),
-        checks=checks,
-        method="deterministic",
-    )
-
-
-def quality_score(answer: str, coverage: str, language: str, policy: Policy) -> tuple[float, str]:
-    """Structure and form: cited, not too short or long, no repetition, in the question's language."""
-    quality, notes = 1.0, []
-    body = strip_citations(answer)
-    if coverage != "none" and not citations_in(answer):
-        quality -= 0.4
-        notes.append("no citations")
-    if len(body) < 30:
-        quality -= 0.3
-        notes.append("very short")
-    max_chars = policy.section("compose").get("max_answer_chars", 1600)
-    if len(answer) > 1.5 * max_chars:
-        quality -= 0.2
-        notes.append("too long")
-    sentences = [s.casefold() for s in split_sentences(body)]
-    if len(sentences) != len(set(sentences)):
-        quality -= 0.2
-        notes.append("repeated sentences")
-    langs = policy.raw["languages"]
-    if body and detect_language(body, langs["markers"], language) != language:
-        quality -= 0.1
-        notes.append("partly in another language than the question")
-    return round(max(0.0, quality), 3), "; ".join(notes) or "structured, cited, in the question's language"
-
-
-def utility_score(answer: str, coverage: str, cfg: Mapping[str, Any]) -> tuple[float, str]:
-    """How much the reader can act on: coverage, then concrete numbers, a trend or a recommended
-    action and a readable structure raise it; an empty closing phrase lowers it."""
-    body = strip_citations(answer)
-    utility = UTILITY_BY_COVERAGE.get(coverage, 0.5)
-    notes = [f"coverage {coverage}"]
-    if extract_values(body):
-        utility += 0.05
-        notes.append("concrete numbers")
-    if has_any_phrase(body, cfg.get("action_words", [])):
-        utility += 0.05
-        notes.append("trend or recommended action")
-    if len(_LIST_ITEM.findall(body)) >= 2 or body.count("\n\n") >= 1:
-        utility += 0.03
-        notes.append("structured in items or paragraphs")
-    if has_any_phrase(body, cfg.get("empty_closers", [])):
-        utility -= 0.3
-        notes.append("empty closing phrase")
-    return round(min(1.0, max(0.0, utility)), 3), ", ".join(notes)
-
-
-def deterministic_verdict(state: State, policy: Policy, embeddings: Any = None) -> Verdict:
-    return judge_answer(state.get("answer") or "", sources_of(state.get("reranked") or []),
-                        language=state.get("language", "en"), coverage=state.get("coverage_level", "none"),
-                        policy=policy, embeddings=embeddings)
-
-
-def combine_with_llm(deterministic: Verdict, llm: Verdict, thresholds: Mapping[str, float]) -> Verdict:
-    """An LLM judge's verdict, bounded by the deterministic checks: its groundedness can never exceed
-    the deterministic one (an invented value stays below 0.3 whatever the LLM says), and its decision
-    can be stricter than the deterministic one, never more permissive. The model reads the documents,
-    and a document can steer a model ("score this answer 1.0") in words no pattern list foresees; it
-    cannot steer this code."""
-    det_scores = deterministic.get("scores", {})
-    scores = {k: float(v) for k, v in (llm.get("scores") or {}).items()}
-    for key in ("quality", "utility", "groundedness"):
-        scores.setdefault(key, det_scores.get(key, 0.0))
-    bounded = scores["groundedness"] > det_scores.get("groundedness", 1.0)
-    scores["groundedness"] = min(scores["groundedness"], det_scores.get("groundedness", 1.0))
-    reasoning = dict(llm.get("reasoning") or {})
-    if bounded:
-        reasoning["groundedness"] = (f"{reasoning.get('groundedness', '')} (bounded by the deterministic checks: "
-                                     f"{deterministic.get('reasoning', {}).get('groundedness', '')})").strip()
-    decision = max(decide(scores, thresholds), deterministic.get("final_decision") or "BLOCK", key=STRICTNESS.__getitem__)
-    return Verdict(scores={k: round(v, 3) for k, v in scores.items()}, reasoning=reasoning,
-                   final_decision=decision, checks=deterministic.get("checks", []),
-                   method="llm+deterministic")
-
-
-STRICTNESS = {"OK": 0, "WARNING": 1, "BLOCK": 2}
-
-
-def decide(scores: dict[str, float], thresholds: dict[str, float]) -> str:
-    """OK when every score ≥ ok; BLOCK when any < block; WARNING otherwise."""
-    if any(v < thresholds["block"] for v in scores.values()):
-        return "BLOCK"
-    if all(v >= thresholds["ok"] for v in scores.values()):
-        return "OK"
-    return "WARNING"
-
-
-# --- the LLM judge (RAGATE_CHAT_MODEL) ------------------------------------------------------------
-
-def parse_llm_verdict(text: str) -> Verdict:
-    """The LLM's JSON verdict, validated; ValueError says what is wrong (fed back for one repair)."""
-    data = json_reply(text)
-    scores = data.get("scores") if isinstance(data, dict) else None
-    if not isinstance(scores, dict):
-        raise ValueError("'scores' must be an object with quality, utility and groundedness")
-    clean: dict[str, float] = {}
-    for key in ("quality", "utility", "groundedness"):
-        value = scores.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise ValueError(f"scores.{key} must be a number between 0 and 1, got {value!r}")
-        clean[key] = float(value)
-    reasoning = data.get("reasoning") if isinstance(data.get("reasoning"), dict) else {}
-    if not any(str(reasoning.get(k, "")).strip() for k in clean) or any("<" in str(v) for v in reasoning.values()):
-        # A small model echoes the shape it was shown (all zeros, placeholder reasons): that is not a judgement.
-        raise ValueError("give a reason for each score, in your own words, not the placeholders")
-    return Verdict(scores=clean, reasoning={k: str(reasoning.get(k, "")) for k in clean},
-                   final_decision=str(data.get("final_decision", "")), checks=[], method="llm")
+from graph.policy import load_policy
+from graph.prompts import llm_prompt
+from graph.providers.chat import chat_model
+from graph.providers.resources import embeddings_for
+from graph.providers.specs import ProviderError, failure_reason
+from graph.runtime.tenant_binding import run_context
+from graph.runtime.timing import timed
+from graph.state import State, Verdict
 
 
 def llm_verdict(llm: Any, state: State) -> tuple[Verdict | None, list[str]]:
@@ -207,7 +55,7 @@ def llm_verdict(llm: Any, state: State) -> tuple[Verdict | None, list[str]]:
 
 @timed("judge")
 def judge(state: State, runtime: Runtime[Context]) -> dict:
-    ctx = context_of(runtime)
+    ctx = run_context(runtime)
     try:
         policy = load_policy(ctx.policy_path)
     except Exception as exc:

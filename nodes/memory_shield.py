@@ -5,7 +5,7 @@ BLOCK answers are never written. Memory is namespaced by tenant, so one tenant's
 answers are never visible to another.
 
 As the last node of every path it also
-- writes the request record (graph/audit.py) under `("ragate", "requests", tenant)`, which feedback
+- writes the request record (graph/governance/audit.py) under `("ragate", "requests", tenant)`, which feedback
   is checked against, and emits it as the request's one JSON log line;
 - appends the finished turn to the thread's `history` (kept by the checkpointer, capped by the
   policy's `memory.history_turns`) and clears the per-request inputs `intent` and `entity`, so the
@@ -14,14 +14,14 @@ As the last node of every path it also
 
 from __future__ import annotations
 
-
 from langgraph.runtime import Runtime
 
-from graph.audit import REQUESTS, emit, namespace, request_record, utc_now
 from graph.context import Context
+from graph.governance.audit import REQUESTS, emit, namespace, request_record, utc_now
 from graph.policy import load_policy
+from graph.runtime.tenant_binding import run_context
+from graph.runtime.timing import timed
 from graph.state import MemoryOutcome, State, Turn
-from nodes.instrumentation import context_of, timed
 
 DEFAULT_HISTORY_TURNS = 5
 
@@ -67,7 +67,7 @@ def remember(state: State, store, tenant: str | None, ns_name: str) -> tuple[Mem
 
 @timed("memory_shield")
 def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
-    ctx = context_of(runtime)
+    ctx = run_context(runtime)
     try:
         memory_cfg = load_policy(ctx.policy_path).section("memory")
     except Exception:

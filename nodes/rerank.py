@@ -19,18 +19,19 @@ import math
 from collections import Counter
 
 import numpy as np
-
 from langgraph.runtime import Runtime
 
+from graph.algorithms.fusion import fused_ids
+from graph.algorithms.text import get_analyzer, instruction_matcher, strip_instructions
 from graph.context import Context
 from graph.policy import load_policy
-from graph.providers import failure_reason, reranker
-from graph.resources import bounded_index, get_analyzer
+from graph.providers.rerankers import reranker
+from graph.providers.resources import bounded_index
+from graph.providers.specs import failure_reason
+from graph.providers.vectorstore import VectorIndex, payload_passes_gates
+from graph.runtime.tenant_binding import run_context
+from graph.runtime.timing import timed
 from graph.state import Chunk, State
-from graph.text import instruction_matcher, strip_instructions
-from graph.vectorstore import VectorIndex, payload_passes_gates
-from nodes.instrumentation import context_of, timed
-from nodes.rrf import fused_ids
 
 
 def term_weights(question_terms: set[int], chunk_terms: list[set[int]]) -> dict[int, float]:
@@ -206,7 +207,7 @@ def quarantine_instructions(chunks: list[Chunk], matcher) -> tuple[list[Chunk], 
 
 @timed("rerank")
 def rerank(state: State, runtime: Runtime[Context]) -> dict:
-    ctx = context_of(runtime)
+    ctx = run_context(runtime)
     rag = state["rag"]
     fused = state.get("fused") or []
     if not fused:

@@ -24,14 +24,16 @@ import math
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
+from graph.algorithms.scoping import mentioned_filters, scope_to_mentions
+from graph.algorithms.text import get_analyzer
 from graph.context import Context
 from graph.policy import load_policy
-from graph.providers import failure_reason
-from graph.resources import bounded_index, get_analyzer, get_resources
+from graph.providers.resources import bounded_index, get_resources
+from graph.providers.specs import failure_reason
+from graph.providers.vectorstore import SearchHit, TenantRequiredError
+from graph.runtime.tenant_binding import run_context
+from graph.runtime.timing import timed
 from graph.state import Chunk, RetrieveTask, SearchResult, State
-from graph.vectorstore import SearchHit, TenantRequiredError
-from nodes.decompose import mentioned_filters, scope_to_mentions
-from nodes.instrumentation import context_of, timed
 
 
 def fan_out(state: State) -> list[Send]:
@@ -172,7 +174,7 @@ def _search(ctx: Context, index, rag: dict, *, sub_query_vector, sparse, filters
 
 @timed(_task_key)
 def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
-    ctx = context_of(runtime)
+    ctx = run_context(runtime)
     rag = task["rag"]
     key = _task_key(task)
     language = rag.get("language", "en")

@@ -15,12 +15,13 @@ import uuid
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
+from graph.algorithms.decomposition import assess
+from graph.algorithms.text import count_phrases, detect_language, has_any_phrase
 from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
+from graph.runtime.tenant_binding import run_context
+from graph.runtime.timing import timed
 from graph.state import RouteRecord, State, check_question
-from graph.text import count_phrases, detect_language, has_any_phrase
-from nodes.decompose import assess
-from nodes.instrumentation import context_of, timed
 
 
 def infer_intent(question: str, policy: Policy) -> tuple[str | None, str]:
@@ -66,7 +67,7 @@ def fresh_turn() -> dict:
 
 @timed("route_gate")
 def route_gate(state: State, runtime: Runtime[Context]) -> dict:
-    ctx = context_of(runtime)
+    ctx = run_context(runtime)
     raw = state.get("question")
     question = check_question(raw) if raw is not None and (not isinstance(raw, str) or raw.strip()) else ""
     history = list(state.get("history") or [])

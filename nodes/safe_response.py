@@ -7,8 +7,8 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.prompts import phrase
+from graph.runtime.timing import timed
 from graph.state import State
-from nodes.instrumentation import timed
 
 
 def unconfirmed_items(verdict: dict) -> list[str]:

@@ -96,7 +96,7 @@ class Corpus:
 @pytest.fixture(scope="session")
 def corpus(tmp_path_factory) -> Corpus:
     from graph.context import Context
-    from graph.ingest import ingest_path
+    from graph.indexing.ingest import ingest_path
 
     home = tmp_path_factory.mktemp("ragate-home")
     ctx = Context(home=str(home), tenant=None)
@@ -200,7 +200,7 @@ def postgres():
     """One private PostgreSQL server for the session (skips when the binaries are not installed)."""
     import pg_server
 
-    from graph.persistence import close_all
+    from graph.providers.persistence import close_all
 
     reason = pg_server.unavailable_reason()
     if reason:

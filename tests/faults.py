@@ -22,8 +22,7 @@ from typing import Any
 from qdrant_server import QdrantTestServer, _RequestHandler
 from scripted_server import Reply, _Response
 
-from graph.vectorstore import SearchHit
-
+from graph.providers.vectorstore import SearchHit
 
 # --- the Qdrant server path -----------------------------------------------------------------------
 

@@ -70,11 +70,10 @@ from http import HTTPStatus
 from typing import Any, NamedTuple, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from local_http_server import LocalHTTPServer, QuietHandler
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from qdrant_client import QdrantClient
 from qdrant_client.http import models
-
-from local_http_server import LocalHTTPServer, QuietHandler
 
 # Index types a real server can facet on (its "map" indexes) and order by (its "range" indexes).
 _FACET_INDEX_TYPES = {models.PayloadSchemaType.KEYWORD, models.PayloadSchemaType.INTEGER,

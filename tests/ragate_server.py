@@ -120,7 +120,7 @@ class RagateServer(ChildServer):
         return {"Authorization": f"Bearer {key}"}
 
     def argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "graph.cli", "serve", "--port", str(self.port)]
+        argv = [sys.executable, "-m", "graph.entrypoints.cli", "serve", "--port", str(self.port)]
         if self.samples:
             argv.append("--samples")
         if self.local_dev:

@@ -1,4 +1,4 @@
-"""Bad and strange questions, in-process: the Python API (graph/api.py), `ragate ask` (graph/cli.py)
+"""Bad and strange questions, in-process: the Python API (graph/entrypoints/api.py), `ragate ask` (graph/entrypoints/cli.py)
 and the compiled graph invoked directly. (The HTTP route has its own matrix in tests/test_http_api.py.)
 
 Every question is either refused with a message naming the problem (a `QuestionError` from the
@@ -25,15 +25,15 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import template_regex
-from graph.api import Ragate
-from graph.audit import REQUESTS, namespace
-from graph.cli import main
+
+from graph.entrypoints.api import Ragate
+from graph.entrypoints.cli import main
+from graph.governance.audit import REQUESTS, namespace
 from graph.graph import compile_graph
 from graph.output import to_output
-from graph.persistence import close_all, open_checkpointer, open_store
 from graph.prompts import phrases
+from graph.providers.persistence import close_all, open_checkpointer, open_store
 from graph.state import MAX_QUESTION_CHARS, QuestionError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,7 +185,7 @@ def test_cli_refuses_bytes_that_are_not_utf8_from_a_real_command_line(tmp_path):
     """Bytes that are not UTF-8 in argv reach Python as surrogate escapes: refused before anything
     is opened (the data folder stays empty)."""
     home = tmp_path / "home"
-    proc = subprocess.run([sys.executable, "-m", "graph.cli", "ask", b"Quanto custa o caf\xe9?", "--tenant", "acme",
+    proc = subprocess.run([sys.executable, "-m", "graph.entrypoints.cli", "ask", b"Quanto custa o caf\xe9?", "--tenant", "acme",
                            "--home", str(home)], cwd=ROOT, capture_output=True, timeout=120, check=False,
                           env={**os.environ, "PYTHONUTF8": "1", "LC_ALL": "C.UTF-8"})
     err = proc.stderr.decode("utf-8", "replace")

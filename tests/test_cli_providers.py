@@ -10,7 +10,7 @@ import json
 import pytest
 from scripted_server import Reply
 
-from graph.cli import _context, build_parser, main
+from graph.entrypoints.cli import _context, build_parser, main
 
 CHAT = "/v1/chat/completions"
 DOC = "acme-bi-2025-inverno-sales"

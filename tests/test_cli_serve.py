@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from graph import cli
+from graph.entrypoints import cli
 
 
 class Exec(Exception):

@@ -6,17 +6,17 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import matches_phrase, runtime_for, suggestion_language
 from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
 
-from conftest import matches_phrase, runtime_for, suggestion_language
+from graph.algorithms.judging import decide, deterministic_verdict
+from graph.algorithms.text import citations_in, detect_language, extract_values, value_pool, value_supported
 from graph.context import Context
 from graph.graph import compile_graph
 from graph.policy import load_policy
 from graph.prompts import phrases
-from graph.text import citations_in, detect_language, extract_values, value_pool, value_supported
 from nodes.compose import compose, coverage_level
-from nodes.judge import decide, deterministic_verdict
 from nodes.memory_shield import memory_namespace
 
 

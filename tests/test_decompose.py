@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import runtime_for
+
+import nodes.decompose as decompose_mod
+from graph.algorithms.decomposition import complexity, should_decompose, split_question
+from graph.algorithms.text import fold
 from graph.context import Context
 from graph.policy import load_policy
-from graph.text import fold
-import nodes.decompose as decompose_mod
-from nodes.decompose import complexity, should_decompose, split_question
 
 
 @pytest.fixture(scope="module")

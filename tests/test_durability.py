@@ -3,11 +3,11 @@
 tests/test_persistence.py shows that one `store.put` survives SIGKILL. These tests do it end to
 end, the way ragate is used:
 
-* Python API (graph/api.py), on the embedded SQLite store and on a real PostgreSQL
+* Python API (graph/entrypoints/api.py), on the embedded SQLite store and on a real PostgreSQL
   (tests/pg_server.py; skipped without its binaries). A child process (`python -c`) answers
   questions in a loop with `Ragate.ask` and prints each finished request id (its acknowledgement:
   `ask` has returned, so memory_shield has written the memory entry and the request record). A
-  second child rates those requests in a loop with graph/feedback.py's `record_feedback` (what
+  second child rates those requests in a loop with graph/governance/feedback.py's `record_feedback` (what
   `Ragate.feedback` calls) and prints each rating it got back. Both are killed with SIGKILL at
   seeded random moments, three times over the same data, and both write to the same store at once
   (two processes, one SQLite file). Then a new process checks that every acknowledged request has
@@ -19,9 +19,9 @@ end, the way ragate is used:
   /api/feedback requests are in flight; after a restart on the same data folder every request
   answered 200 has its record (/ops/rag_debug) and every rating answered 200 is stored.
 
-The questions include a tenant id with a period (`acme.br`, valid for graph/tenancy.py's
+The questions include a tenant id with a period (`acme.br`, valid for graph/governance/tenancy.py's
 TENANT_RE): such a tenant used to lose every memory entry, request record and rating silently,
-because a period is not allowed in a LangGraph store namespace label (graph/persistence.py,
+because a period is not allowed in a LangGraph store namespace label (graph/providers/persistence.py,
 "Namespace labels").
 
 Each run prints its figures (requests and ratings acknowledged vs found, kills that landed while a
@@ -47,10 +47,10 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-
 from conftest import SAMPLES, TENANTS, default_policy_raw
-from graph.audit import FEEDBACK, REQUESTS, namespace
-from graph.persistence import close_all, open_store
+
+from graph.governance.audit import FEEDBACK, REQUESTS, namespace
+from graph.providers.persistence import close_all, open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = (11, 23, 37)
@@ -69,7 +69,7 @@ PLAN = [
 
 ASK_CHILD = textwrap.dedent("""
     import dataclasses, json, sys
-    from graph.api import Ragate
+    from graph.entrypoints.api import Ragate
     from graph.context import Context
 
     home, url, strict, prefix = sys.argv[1:5]
@@ -90,8 +90,8 @@ ASK_CHILD = textwrap.dedent("""
 
 FEEDBACK_CHILD = textwrap.dedent("""
     import json, queue, sys, threading
-    from graph.feedback import record_feedback
-    from graph.persistence import open_store
+    from graph.governance.feedback import record_feedback
+    from graph.providers.persistence import open_store
 
     home, url = sys.argv[1:3]
     ratings = json.loads(sys.argv[3])
@@ -118,8 +118,8 @@ FEEDBACK_CHILD = textwrap.dedent("""
 VERIFY_CHILD = textwrap.dedent("""
     import json, sqlite3, sys
     from pathlib import Path
-    from graph.api import Ragate
-    from graph.audit import FEEDBACK, REQUESTS, namespace
+    from graph.entrypoints.api import Ragate
+    from graph.governance.audit import FEEDBACK, REQUESTS, namespace
     from graph.context import Context
 
     home, url, wanted_file, question = sys.argv[1:5]
@@ -160,8 +160,8 @@ def data(tmp_path_factory) -> SimpleNamespace:
     """The bundled samples ingested into a data folder of this module (children open its embedded
     engine, which allows one process at a time: this process closes it again), and the strict policy."""
     from graph.context import Context
-    from graph.ingest import ingest_path
-    from graph.vectorstore import open_index
+    from graph.indexing.ingest import ingest_path
+    from graph.providers.vectorstore import open_index
 
     home = tmp_path_factory.mktemp("durable-home")
     ctx = Context(home=str(home), tenant=None)

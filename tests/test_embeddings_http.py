@@ -1,4 +1,4 @@
-"""OpenAI-compatible embeddings (graph/embeddings.py): the real `OpenAIEmbeddings` client over HTTP
+"""OpenAI-compatible embeddings (graph/providers/embeddings.py): the real `OpenAIEmbeddings` client over HTTP
 against a scripted server on 127.0.0.1. Ingest and questions run on it; what was sent (model, texts,
 key) is checked; no tokenizer file is fetched; a failing or slow embedder degrades retrieval to the
 lexical list instead of failing the question."""
@@ -11,9 +11,10 @@ import pytest
 from scripted_server import Reply
 
 from graph.graph import compile_graph
-from graph.ingest import ingest_path
-from graph.providers import ProviderError, check_providers
-from graph.vectorstore import open_index
+from graph.indexing.ingest import ingest_path
+from graph.providers.resources import check_providers
+from graph.providers.specs import ProviderError
+from graph.providers.vectorstore import open_index
 
 EMB = "/v1/embeddings"
 MODEL = "openai/text-embedding-3-small"

@@ -163,7 +163,7 @@ def write_dataset(folder):
 
 
 def test_eval_answers_end_to_end(tmp_path, capsys):
-    from graph.cli import main
+    from graph.entrypoints.cli import main
 
     data = write_dataset(tmp_path / "mh")
     home, out = tmp_path / "home", tmp_path / "out"
@@ -230,7 +230,7 @@ def test_eval_answers_end_to_end(tmp_path, capsys):
 
 
 def test_eval_answers_bad_input_is_a_clear_error(tmp_path, capsys):
-    from graph.cli import main
+    from graph.entrypoints.cli import main
 
     home = str(tmp_path / "home")
     assert main(["eval", "answers", "--dataset", "beir", "--data-dir", str(tmp_path), "--home", home]) == 2

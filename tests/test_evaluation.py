@@ -282,7 +282,7 @@ RESULT_KEYS = {"dataset", "n_queries", "metrics", "latency_ms", "per_type", "ing
 
 
 def test_cli_missing_file_is_a_clear_error(tmp_path, capsys):
-    from graph.cli import main
+    from graph.entrypoints.cli import main
 
     code = main(["eval", "retrieval", "--dataset", "beir", "--corpus", str(tmp_path / "corpus.jsonl"),
                  "--home", str(tmp_path / "home")])
@@ -294,7 +294,7 @@ def test_cli_missing_file_is_a_clear_error(tmp_path, capsys):
 
 
 def test_eval_retrieval_end_to_end(tmp_path, capsys):
-    from graph.cli import main
+    from graph.entrypoints.cli import main
 
     data = write_multihop(tmp_path / "mh")
     home, out = tmp_path / "home", tmp_path / "out"

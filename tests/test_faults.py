@@ -63,21 +63,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from conftest import SAMPLES, TENANTS, sample_documents
 from faults import FaultyIndex, FaultyQdrant, drip_chat, qdrant_points
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from scripted_server import Reply
-
-import graph.resources as resources_module
-from conftest import SAMPLES, TENANTS, sample_documents
 from test_governance import CANARIES
-from graph.api import Ragate
+
+import graph.providers.resources as resources_module
+from graph.algorithms import scoping as scoping_module
 from graph.context import Context
+from graph.entrypoints.api import Ragate
 from graph.graph import compile_graph
-from graph.ingest import ingest_path
+from graph.indexing.ingest import ingest_path
 from graph.output import to_output
 from graph.prompts import phrase
-from graph.resources import embeddings_for
+from graph.providers.resources import embeddings_for
 from nodes import decompose as decompose_module
 
 EMB, CHAT, RERANK = "/v1/embeddings", "/v1/chat/completions", "/v2/rerank"
@@ -180,7 +181,7 @@ def fresh(env, scripted_server, qdrant, home):
     scripted_server.reset()
     scripted_server.default(EMB, good_embeddings).default(CHAT, good_chat)
     qdrant.reset()
-    decompose_module._values_cache.clear()
+    scoping_module._values_cache.clear()
     decompose_module._llm_cache.clear()
     embeddings_for(context(home)).clear_query_cache()
     with contextlib.closing(sqlite3.connect(home / "embeddings.sqlite")) as db, db:

@@ -7,12 +7,13 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from conftest import SAMPLES, dump_state
+
+from graph.algorithms.text import get_analyzer
 from graph.output import to_output
-from graph.resources import get_analyzer, get_resources
 from graph.policy import load_policy
-from graph.vectorstore import APPROVED_STATUSES, open_index, point_id
+from graph.providers.resources import get_resources
+from graph.providers.vectorstore import APPROVED_STATUSES, open_index, point_id
 
 
 def _sample_ids(tenant: str) -> list[str]:

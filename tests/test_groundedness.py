@@ -1,4 +1,4 @@
-"""The judge's deterministic groundedness checks (graph/groundedness.py), the LLM bound, and
+"""The judge's deterministic groundedness checks (graph/algorithms/groundedness.py), the LLM bound, and
 `ragate eval groundedness`."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import json
 import pytest
 import yaml
 
-from graph.cli import main as cli_main
+from graph.algorithms.groundedness import Source, extract_names, spelled_numbers, split_claims
+from graph.algorithms.judging import combine_with_llm, judge_answer
+from graph.entrypoints.cli import main as cli_main
 from graph.evaluation.groundedness import GroundednessInputError, load_items, run_groundedness
-from graph.groundedness import Source, extract_names, spelled_numbers, split_claims
 from graph.policy import PolicyError, load_policy, validate_policy
 from graph.prompts import phrase
-from nodes.judge import combine_with_llm, judge_answer
 
 APPLE = ("Apple reported revenue of $89.5 billion on October 18, 2023. "
          "The company did not raise its dividend. Tim Cook called the quarter strong.")
@@ -87,7 +87,7 @@ def test_unrelated_sentence_cited_to_a_real_source_is_unsupported(policy):
 
 
 def test_paraphrase_is_rescued_by_the_embedding_model(policy):
-    from graph.embeddings import get_embeddings
+    from graph.providers.embeddings import get_embeddings
 
     answer = "Apple's quarterly sales came to 89.5 billion dollars [d1]."
     emb = get_embeddings("local/use-multilingual", None)
@@ -253,7 +253,7 @@ def test_each_text_is_read_with_its_own_languages_negations(policy):
 
 
 def test_a_real_value_said_of_something_else_is_out_of_context(policy):
-    from nodes.judge import checker_for
+    from graph.algorithms.judging import checker_for
 
     src = [Source("d1", "A campanha gerou R$ 1,73 milhão em receita (ROAS 4,2), com CTR de 3,4% e CPC médio de R$ 1,85.")]
     checker = checker_for(policy)

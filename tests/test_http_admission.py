@@ -1,4 +1,4 @@
-"""How /api/chat admits graph runs (graph/http_app.py `RunAdmission`).
+"""How /api/chat admits graph runs (graph/entrypoints/http_app.py `RunAdmission`).
 
 The graph is CPU-bound, so only a few runs compute at once, first come first served; but a run that stays in
 the graph past `RAGATE_RUN_SLOT_SECONDS` is waiting on a provider and must not hold the queue (bench/load.py
@@ -12,7 +12,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from graph.http_app import RunAdmission, _run_slot_seconds
+from graph.entrypoints.http_app import RunAdmission, _run_slot_seconds
 
 
 def _drive(admission: RunAdmission, holds: list[float], gap: float = 0.005):

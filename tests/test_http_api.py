@@ -1,4 +1,4 @@
-"""ragate's own routes (graph/http_app.py) on the real server over HTTP on 127.0.0.1: /api/chat and
+"""ragate's own routes (graph/entrypoints/http_app.py) on the real server over HTTP on 127.0.0.1: /api/chat and
 its streaming variant, /api/feedback, /ops/rag_debug, /api/session; the tenant from the API key;
 and a 4xx that says what to fix for every kind of bad input, never a 500."""
 

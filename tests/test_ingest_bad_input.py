@@ -1,4 +1,4 @@
-"""Bad input for ingest (graph/ingest.py), beyond what tests/test_ingest_cli.py covers (invalid JSON,
+"""Bad input for ingest (graph/indexing/ingest.py), beyond what tests/test_ingest_cli.py covers (invalid JSON,
 a missing id or content, a non-object line, duplicate ids, a bad isApprovedForAI, --strict, brandId
 claims): wrong encodings, binary files, NUL bytes and unpaired surrogates, huge documents and lines,
 ids and fields of the wrong type or shape, a folder mixing good and bad files, empty files, and
@@ -45,9 +45,9 @@ from pathlib import Path
 import pytest
 from scripted_server import Reply
 
-from graph.cli import main
 from graph.context import Context
-from graph.ingest import (
+from graph.entrypoints.cli import main
+from graph.indexing.ingest import (
     EMBED_BATCH_CHUNKS,
     MAX_CHARS_PER_WORD,
     MAX_ID_CHARS,
@@ -57,8 +57,8 @@ from graph.ingest import (
     chunk_text,
     ingest_path,
 )
-from graph.resources import vector_index_for
-from graph.vectorstore import open_index
+from graph.providers.resources import vector_index_for
+from graph.providers.vectorstore import open_index
 
 COLLECTION = "bad"
 REMOTE = "remote"  # the collection the scripted embedder writes (another model: another collection)
@@ -446,7 +446,7 @@ def _alarm(seconds: float):
 
 def test_chunking_time_grows_linearly_with_numbered_sentences():
     """Sentences ending in a 1-2 digit number ("Item 7.") are joined to the next one (enumerators);
-    graph/text.py used to re-read the whole joined text at each: 130 KB took ~18 s, 1 MB hours. The
+    graph/algorithms/text.py used to re-read the whole joined text at each: 130 KB took ~18 s, 1 MB hours. The
     alarm turns a regression into a failure in seconds instead of a hung run."""
     text = " ".join(f"Item número {i % 50}." for i in range(64_000))  # 1 MB
     _alarm(10)
@@ -657,7 +657,7 @@ def test_server_write_failing_part_way_leaves_each_document_whole_or_absent(tmp_
     """Batches of two chunks; once the first batch is acknowledged the server answers the next
     write with a 500: the acknowledged documents are whole, the rest absent, and a re-run writes
     exactly the rest."""
-    monkeypatch.setattr("graph.ingest.EMBED_BATCH_CHUNKS", 2)
+    monkeypatch.setattr("graph.indexing.ingest.EMBED_BATCH_CHUNKS", 2)
     contents = {f"s{i}": prose(3 + 20 * (i % 3), seed=40 + i) for i in range(6)}
     f = tmp_path / "server.jsonl"
     f.write_text("\n".join(line(k, v) for k, v in contents.items()), encoding="utf-8")
@@ -682,7 +682,7 @@ def test_server_write_failing_part_way_leaves_each_document_whole_or_absent(tmp_
 def test_server_changed_document_stays_whole_when_its_write_fails(tmp_path, on_server, qdrant):
     """Version 1 of a document (4+ chunks), then version 2 (1 chunk) while the server answers the
     write with a 500. The new chunks and the delete of the old version's leftovers go in one request
-    (graph/vectorstore_server.py replace_document): the document is still version 1, whole, never
+    (graph/providers/vectorstore_server.py replace_document): the document is still version 1, whole, never
     version 2's chunk beside version 1's tail (as when they were two requests and the second failed).
     A re-run writes version 2."""
     ctx = dataclasses.replace(on_server, chunk_tokens=40, overlap_tokens=0)

@@ -8,11 +8,12 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import SAMPLES
-from graph.cli import main
+
+from graph.algorithms.text import get_analyzer
 from graph.context import Context
-from graph.ingest import (
+from graph.entrypoints.cli import main
+from graph.indexing.ingest import (
     CHUNK_TOKENS,
     OVERLAP_TOKENS,
     TOKENS_PER_WORD,
@@ -21,9 +22,9 @@ from graph.ingest import (
     ingest_path,
 )
 from graph.output import SNIPPET_CHARS
-from graph.resources import get_analyzer, get_resources
 from graph.policy import load_policy
-from graph.vectorstore import open_index
+from graph.providers.resources import get_resources
+from graph.providers.vectorstore import open_index
 
 
 def doc_line(doc_id: str, content: str, **meta) -> str:
@@ -412,7 +413,7 @@ def test_cli_ask_without_tenant_exits_2(tmp_path, capsys, monkeypatch):
 def test_ragate_ask_without_tenant_process_exit_code(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "RAGATE_TENANT"}
     env["RAGATE_HOME"] = str(tmp_path / "h")
-    proc = subprocess.run([sys.executable, "-m", "graph.cli", "ask", "Quanto cresceram as vendas?"],
+    proc = subprocess.run([sys.executable, "-m", "graph.entrypoints.cli", "ask", "Quanto cresceram as vendas?"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "--tenant is required" in proc.stderr
@@ -457,7 +458,7 @@ def test_cli_ingest_missing_path_exits_2(tmp_path, capsys):
 
 
 def test_python_api_remembers_in_sqlite_under_home(corpus):
-    from graph.api import Ragate, open_memory_store
+    from graph.entrypoints.api import Ragate, open_memory_store
 
     ctx = corpus.context("acme")
     out = Ragate(ctx).ask("What is the CEO's favourite football team?", request_id="api-warn")
@@ -490,7 +491,7 @@ def test_impossible_chunking_is_a_usage_error(tmp_path, capsys, flags):
 
 
 def test_a_collection_held_by_another_engine_is_a_clear_error(tmp_path, capsys):
-    from graph.vectorstore import CollectionError, EdgeVectorIndex, close_all
+    from graph.providers.vectorstore import CollectionError, EdgeVectorIndex, close_all
 
     src = tmp_path / "a.md"
     src.write_text("Winter sales grew in the north.", encoding="utf-8")

@@ -1,7 +1,7 @@
 """kill -9 during ingest: on restart every acknowledged document is there whole, the collection opens
 and answers, and re-running the same ingest finishes the rest and is then idempotent.
 
-A child process (`python -c`) runs graph.ingest.ingest_path on a corpus of ~450 documents (1 to 5
+A child process (`python -c`) runs graph.indexing.ingest.ingest_path on a corpus of ~450 documents (1 to 5
 chunks each, ~1,100 chunks, about ten write batches) and prints one line per batch from
 `on_written`, which ingest calls only once the batch's documents are written and flushed: that line is
 the acknowledgement. The child is killed with SIGKILL at several points, one run after another on the
@@ -20,7 +20,7 @@ either whole (exactly the chunk hashes a clean ingest stores, one per chunk posi
 never partial; that every acknowledged document is whole; that the collection answers a search for an
 acknowledged document's own code. Then a run to the end writes exactly the documents that were not
 whole, a third run writes nothing, the final state equals a clean ingest's, and the graph
-(graph/api.py) answers a question from the corpus with the right source.
+(graph/entrypoints/api.py) answers a question from the corpus with the right source.
 
 The same is done on the Qdrant-server path (tests/qdrant_server.py, a Qdrant REST server in this
 process that outlives the killed child) with the "timer" and "acks" kills.
@@ -53,8 +53,8 @@ from qdrant_edge import ScrollRequest
 from scripted_server import Reply
 
 from graph.context import Context
-from graph.ingest import ingest_path
-from graph.vectorstore import TENANT_FIELD, open_index
+from graph.indexing.ingest import ingest_path
+from graph.providers.vectorstore import TENANT_FIELD, open_index
 
 ROOT = Path(__file__).resolve().parent.parent
 EMB = "/v1/embeddings"
@@ -68,13 +68,13 @@ WORDS = ("vendas estoque inverno campanha margem loja canal cliente produto pre�
 
 CHILD = textwrap.dedent("""
     import json, os, signal, sys
-    import graph.ingest
-    import graph.vectorstore as vs
+    import graph.indexing.ingest
+    import graph.providers.vectorstore as vs
     from graph.context import Context
-    from graph.ingest import ingest_path
+    from graph.indexing.ingest import ingest_path
 
     path, home, tenant, collection, store, kill = sys.argv[1:7]
-    graph.ingest.EMBED_BATCH_CHUNKS = int(os.environ["BATCH_CHUNKS"])  # more, smaller batches: more kill points
+    graph.indexing.ingest.EMBED_BATCH_CHUNKS = int(os.environ["BATCH_CHUNKS"])  # more, smaller batches: more kill points
 
     def die():
         os.kill(os.getpid(), signal.SIGKILL)
@@ -224,8 +224,9 @@ def check_after_kill(index, collection: str, reference: dict[str, set[str]], ack
 
 def answers_for_code(ctx: Context, collection: str, doc_id: str) -> bool:
     """The collection answers a gated search for a document's own code with that document first."""
+    from graph.algorithms.text import get_analyzer
     from graph.policy import load_policy
-    from graph.resources import get_analyzer, get_resources
+    from graph.providers.resources import get_resources
 
     res = get_resources(ctx)
     code = f"Z{doc_id[4:]}Q"
@@ -299,7 +300,7 @@ def test_killed_embedded_ingest_loses_no_acknowledged_document(lab, embedder, ca
     try:
         assert set(stored_state(index, COLLECTION, reference).values()) == {"whole"}
         assert index.count(COLLECTION) == sum(map(len, reference.values()))
-        from graph.api import Ragate
+        from graph.entrypoints.api import Ragate
 
         out = Ragate(dataclasses.replace(ctx, collections=[COLLECTION])).ask("Qual é o código da loja 0123?")
         assert "doc-0123" in [s["docId"] for s in out["sources"]], out["sources"]
@@ -323,7 +324,7 @@ def test_killed_ingest_on_a_qdrant_server_loses_no_acknowledged_document(lab, em
             mp.setenv("QDRANT_URL", qdrant.url)
             ctx = Context(home=str(home), tenant=TENANT, embedding_model=MODEL, vector_store="qdrant")
             assert ingest_path(corpus, collection="clean", tenant=TENANT, context=ctx).documents_written == len(docs)
-            from graph.resources import get_resources
+            from graph.providers.resources import get_resources
 
             index = get_resources(ctx).index
             reference = stored_chunks(index, "clean")

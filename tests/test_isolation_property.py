@@ -16,10 +16,10 @@ The generated worlds are adversarial on purpose:
   (scoped searches over the tenant's facet values) or a date, with a random intent and entity of
   the policy or none, and sometimes a thread id shared by several tenants.
 
-Each hypothesis example ingests its corpus with graph.ingest.ingest_path into a data folder of its
+Each hypothesis example ingests its corpus with graph.indexing.ingest.ingest_path into a data folder of its
 own, in RAM where there is /dev/shm (the embedding model is loaded once per process; a folder costs a
 shard and three SQLite files; a shared folder would flush every earlier example's shard at each ingest),
-and runs its questions through the real graph (graph.api.Ragate with that folder's SQLite store and
+and runs its questions through the real graph (graph.entrypoints.api.Ragate with that folder's SQLite store and
 checkpointer, so memory_shield writes memory and request records). Every case checks the
 final state (hits of every branch, fused, reranked, citations, scoped searches, thread history, the
 answer and everything else in it), the output contract, the request log line, the stored request
@@ -50,17 +50,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graph.api import Ragate
-from graph.audit import FEEDBACK, REQUESTS, namespace
+from graph.algorithms.text import get_analyzer
 from graph.context import Context
-from graph.feedback import UnknownRequestError, record_feedback
-from graph.ingest import ingest_path
+from graph.entrypoints.api import Ragate
+from graph.governance.audit import FEEDBACK, REQUESTS, namespace
+from graph.governance.feedback import UnknownRequestError, record_feedback
+from graph.governance.tenancy import TENANT_RE
+from graph.indexing.ingest import ingest_path
 from graph.output import to_output
-from graph.persistence import label_text, open_checkpointer, open_store
 from graph.policy import DEFAULT_POLICY_PATH, load_policy
-from graph.resources import get_analyzer, get_resources
-from graph.tenancy import TENANT_RE
-from graph.vectorstore import APPROVED_STATUSES, TENANT_FIELD, open_index
+from graph.providers.persistence import label_text, open_checkpointer, open_store
+from graph.providers.resources import get_resources
+from graph.providers.vectorstore import APPROVED_STATUSES, TENANT_FIELD, open_index
 
 # --- budgets: the file takes ~90 s on 2 cores (graph ~45 s, Qdrant server ~20 s, ingest ~9 s, HTTP ~15 s
 # + the server's start). RAGATE_ISOLATION_SCALE multiplies every budget: the soak run of bench/README.md
@@ -685,7 +686,6 @@ def _sentences(text: str) -> list[str]:
 
 def test_served_answers_only_the_keys_tenants_servable_documents(served, capsys):
     import httpx
-
     from conftest import SERVER_KEYS, TENANTS
 
     docs, servable, words = _sample_world()

@@ -9,10 +9,10 @@ import json
 import pytest
 from scripted_server import Reply
 
+from graph.algorithms.decomposition import validate_sub_queries
 from graph.graph import compile_graph
 from graph.policy import load_policy
 from nodes import decompose as decompose_module
-from nodes.decompose import validate_sub_queries
 
 CHAT = "/v1/chat/completions"
 QUESTION = "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"

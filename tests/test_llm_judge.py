@@ -1,4 +1,4 @@
-"""The LLM judge path (nodes/judge.py) and provider settings (graph/providers.py): structured verdicts,
+"""The LLM judge path (nodes/judge.py) and provider settings (graph/providers/): structured verdicts,
 one repair, fallback to the deterministic judge, and the deterministic bound on groundedness."""
 
 from __future__ import annotations
@@ -8,11 +8,14 @@ import json
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
+from graph.algorithms.judging import combine_with_llm, deterministic_verdict, parse_llm_verdict
 from graph.context import Context
-from graph.providers import ProviderError
 from graph.policy import load_policy
-from graph.providers import chat_model, check_providers, parse_spec, reranker
-from nodes.judge import combine_with_llm, deterministic_verdict, llm_verdict, parse_llm_verdict
+from graph.providers.chat import chat_model
+from graph.providers.rerankers import reranker
+from graph.providers.resources import check_providers
+from graph.providers.specs import ProviderError, parse_spec
+from nodes.judge import llm_verdict
 
 CHUNK = {"id": "d1#0", "docId": "d1", "content": "Winter sales grew 7.9% in 2025, reaching R$ 118 million.", "rerankScore": 0.9}
 GOOD = json.dumps({"scores": {"quality": 0.9, "utility": 0.85, "groundedness": 0.95},

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from graph.api import Ragate
-from graph.audit import FEEDBACK, REQUESTS, namespace
-from graph.cli import main as cli_main
-from graph.feedback import FeedbackError, get_feedback, parse_rating
-from graph.logs import configure_request_log
-from graph.persistence import close_all, open_checkpointer, open_store
+from graph.entrypoints.api import Ragate
+from graph.entrypoints.cli import main as cli_main
+from graph.governance.audit import FEEDBACK, REQUESTS, namespace
+from graph.governance.feedback import FeedbackError, get_feedback, parse_rating
+from graph.governance.logs import configure_request_log
+from graph.providers.persistence import close_all, open_checkpointer, open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST = "Quanto cresceram as vendas de inverno em 2025?"
@@ -146,8 +146,8 @@ def test_cli_ask_then_feedback(corpus, tmp_path, capsys, monkeypatch):
 
 KILLED_AFTER_ACK = textwrap.dedent("""
     import os, signal, sys
-    from graph.persistence import open_store
-    from graph.feedback import record_feedback
+    from graph.providers.persistence import open_store
+    from graph.governance.feedback import record_feedback
     store = open_store(sys.argv[1], sys.argv[2] or None)
     record_feedback(store, "acme", sys.argv[3], "down", "written, acknowledged, then killed")
     print("ACK", flush=True)

@@ -8,8 +8,8 @@ import pytest
 
 from graph.context import Context
 from graph.graph import compile_graph
-from graph.ingest import ingest_path
-from graph.vectorstore import open_index, point_id
+from graph.indexing.ingest import ingest_path
+from graph.providers.vectorstore import open_index, point_id
 
 DOCS = [
     ("tc-1", "TechCrunch", True, "ready", "FTX founder trial opens; prosecutors describe fraud and conspiracy charges."),

@@ -1,4 +1,4 @@
-"""graph/persistence.py: the memory store and the checkpointer, on SQLite (embedded default) and on a
+"""graph/providers/persistence.py: the memory store and the checkpointer, on SQLite (embedded default) and on a
 REAL PostgreSQL that these tests start themselves (tests/pg_server.py). Without the PostgreSQL
 server binaries the Postgres cases skip with the reason; CI (.ci/run) installs them."""
 
@@ -16,7 +16,7 @@ from typing import Annotated, TypedDict
 import pg_server
 import pytest
 
-from graph.persistence import (
+from graph.providers.persistence import (
     CHECKPOINT_FILE,
     SETTING,
     STORE_FILE,
@@ -94,7 +94,7 @@ def test_tenants_do_not_see_each_other(backend):
 
 CHILD = textwrap.dedent("""
     import os, signal, sys
-    from graph.persistence import open_store
+    from graph.providers.persistence import open_store
     store = open_store(sys.argv[1], sys.argv[2] or None)
     store.put(("ragate", "memory", "acme"), "durable", {"answer": "written then killed"})
     os.kill(os.getpid(), signal.SIGKILL)  # no close, no atexit, no flush: only what put() made durable

@@ -4,14 +4,14 @@ policies (which must disable retrieval without ever crashing the graph) and the 
 from __future__ import annotations
 
 import pytest
+from conftest import matches_phrase, runtime_for
 from langgraph.store.memory import InMemoryStore
 
-from conftest import matches_phrase, runtime_for
 from graph.context import Context
 from graph.graph import compile_graph
 from graph.policy import PolicyError, load_policy
 from graph.prompts import phrases
-from graph.vectorstore import GATE_FIELDS, TenantRequiredError, governance_filter
+from graph.providers.vectorstore import GATE_FIELDS, TenantRequiredError, governance_filter
 from nodes.route_gate import infer_intent, route_gate
 
 

@@ -10,7 +10,6 @@ import time
 
 import httpx
 import pytest
-
 from conftest import ROOT
 
 KEY = "acme-test-key-0001"

@@ -40,13 +40,13 @@ import re
 import pytest
 from scripted_server import Reply
 
+from graph.algorithms.judging import judge_answer, sources_of
+from graph.algorithms.text import citations_in
 from graph.context import Context
 from graph.graph import compile_graph
-from graph.ingest import ingest_path
+from graph.indexing.ingest import ingest_path
 from graph.policy import load_policy
-from graph.text import citations_in
-from graph.vectorstore import point_id
-from nodes.judge import judge_answer, sources_of
+from graph.providers.vectorstore import point_id
 
 CHAT = "/v1/chat/completions"
 TENANT, CLEAN_TENANT, OTHER_TENANT = "acme-inj", "acme-clean", "globex-inj"
@@ -497,7 +497,7 @@ def test_the_quarantine_is_recorded_in_errors(home, graph):
     ("O sistema: ERP legado. A diretoria ignorou as regras do comitê.", 0),
 ])
 def test_strip_instructions(policy, text, removed):
-    from graph.text import instruction_matcher, strip_instructions
+    from graph.algorithms.text import instruction_matcher, strip_instructions
     stripped, count = strip_instructions(text, instruction_matcher(policy.instruction_patterns))
     assert count == removed, stripped
     assert (stripped == text) == (removed == 0)
@@ -509,7 +509,7 @@ def test_no_sample_document_is_mistaken_for_an_injection(policy):
     benchmark datasets' 109,875 sentences neither: bench/RESULTS.md, `bench/instruction_patterns.py`)."""
     from conftest import SAMPLES, load_jsonl
 
-    from graph.text import instruction_matcher, split_sentences
+    from graph.algorithms.text import instruction_matcher, split_sentences
     matcher = instruction_matcher(policy.instruction_patterns)
     sentences = [s for path in SAMPLES.glob("*/*.jsonl") for doc in load_jsonl(path)
                  for s in split_sentences(str(doc.get("content", "")))]
@@ -537,7 +537,7 @@ def test_without_patterns_nothing_is_removed(home, write_policy):
     ("OK", {"quality": 0.9, "utility": 0.9, "groundedness": 0.9}, "OK"),
 ])
 def test_an_llm_verdict_is_never_more_permissive_than_the_checks(deterministic, llm_scores, expected):
-    from nodes.judge import combine_with_llm
+    from graph.algorithms.judging import combine_with_llm
     det = {"scores": {"quality": 0.9, "utility": 0.9, "groundedness": 0.9}, "final_decision": deterministic,
            "reasoning": {}, "checks": []}
     v = combine_with_llm(det, {"scores": llm_scores, "reasoning": {}}, {"ok": 0.8, "block": 0.5})

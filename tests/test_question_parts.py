@@ -9,13 +9,14 @@ from datetime import date
 import numpy as np
 import pytest
 
+from graph.algorithms.decomposition import split_question
+from graph.algorithms.scoping import date_ranges
+from graph.algorithms.text import find_dates
 from graph.context import Context
 from graph.graph import compile_graph
-from graph.ingest import ingest_path
+from graph.indexing.ingest import ingest_path
 from graph.policy import load_policy
-from graph.text import find_dates
-from graph.vectorstore import point_id
-from nodes.decompose import date_ranges, split_question
+from graph.providers.vectorstore import point_id
 from nodes.rerank import diversify
 
 

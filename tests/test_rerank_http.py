@@ -89,7 +89,7 @@ def test_a_split_question_is_still_diversified_after_the_model_reranks(cohere_en
 
 
 def test_the_texts_the_model_read_are_not_fetched_again(cohere_env, graph, corpus, monkeypatch):
-    from graph.vectorstore import EdgeVectorIndex
+    from graph.providers.vectorstore import EdgeVectorIndex
 
     fetched = []
     fetch = EdgeVectorIndex.fetch

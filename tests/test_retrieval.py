@@ -9,12 +9,12 @@ import time
 import pytest
 
 import nodes.retrieve as retrieve_mod
-from graph.embeddings import get_embeddings
-from graph.resources import Resources
-from graph.vectorstore import open_index
-from graph.ingest import render_performance_snapshot
-from graph.vectorstore import point_id
-from nodes.rrf import RRF_K, reciprocal_rank_fusion, rrf
+from graph.algorithms.fusion import RRF_K, reciprocal_rank_fusion
+from graph.indexing.ingest import render_performance_snapshot
+from graph.providers.embeddings import get_embeddings
+from graph.providers.resources import Resources
+from graph.providers.vectorstore import open_index, point_id
+from nodes.rrf import rrf
 
 
 def chunk(cid: str, engine: float = 0.5) -> dict:

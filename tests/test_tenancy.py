@@ -1,4 +1,4 @@
-"""API keys and tenants (graph/tenancy.py), the Context's own checks of values that arrive as JSON,
+"""API keys and tenants (graph/governance/tenancy.py), the Context's own checks of values that arrive as JSON,
 and the graph taking the tenant from an authenticated caller whatever its context says."""
 
 from __future__ import annotations
@@ -9,8 +9,16 @@ import time
 import pytest
 
 from graph.context import Context
-from graph.tenancy import (AccessError, Caller, KeyConfigError, KeyRing, caller_context, caller_tenant,
-                           parse_key_entries, resolve_tenant)
+from graph.governance.tenancy import (
+    AccessError,
+    Caller,
+    KeyConfigError,
+    KeyRing,
+    caller_context,
+    caller_tenant,
+    parse_key_entries,
+    resolve_tenant,
+)
 
 
 def test_keys_map_to_tenants_from_the_variable_and_the_file(tmp_path):

@@ -6,8 +6,7 @@ import re
 
 import pytest
 
-from graph.policy import load_policy
-from graph.text import (
+from graph.algorithms.text import (
     citations_in,
     count_phrases,
     detect_language,
@@ -18,6 +17,7 @@ from graph.text import (
     value_pool,
     value_supported,
 )
+from graph.policy import load_policy
 
 
 def readings(text: str) -> set[float]:

@@ -1,4 +1,4 @@
-"""The Qdrant server path (graph/vectorstore_server.py, `RAGATE_VECTOR_STORE=qdrant`): the real
+"""The Qdrant server path (graph/providers/vectorstore_server.py, `RAGATE_VECTOR_STORE=qdrant`): the real
 `qdrant_client` and `langchain_qdrant` over HTTP against a Qdrant-REST server on 127.0.0.1
 (tests/qdrant_server.py). The collection layout, the gates inside every request, the same answers
 as the embedded engine, re-ingest, failures and start-up checks."""
@@ -9,17 +9,18 @@ import json
 import warnings
 
 import pytest
+from conftest import SAMPLES, TENANTS, dump_state
 from qdrant_server import QdrantTestServer
 
-from conftest import SAMPLES, TENANTS, dump_state
+from graph.algorithms.text import get_analyzer
 from graph.context import Context
 from graph.graph import compile_graph
-from graph.ingest import ingest_path
-from graph.providers import ProviderError, check_providers
-from graph.resources import get_analyzer, get_resources
+from graph.indexing.ingest import ingest_path
 from graph.policy import load_policy
-from graph.vectorstore import TENANT_FIELD, CollectionError
-from graph.vectorstore_server import QdrantServerIndex, open_server_index
+from graph.providers.resources import check_providers, get_resources
+from graph.providers.specs import ProviderError
+from graph.providers.vectorstore import TENANT_FIELD, CollectionError
+from graph.providers.vectorstore_server import QdrantServerIndex, open_server_index
 
 QUESTIONS = ["Quanto cresceram as vendas de inverno em 2025?",
              "Quais ações o playbook de inverno 2026 recomenda?",

@@ -1,4 +1,4 @@
-"""The question page (graph/web/, served at `/`) in a real headless browser against `ragate serve`.
+"""The question page (graph/entrypoints/web/, served at `/`) in a real headless browser against `ragate serve`.
 
 Debian's chromium is driven by Playwright's sync API (never a downloaded browser); every page gets a
 fresh browser context (a fresh profile: empty sessionStorage). Answers are compared with what
@@ -20,7 +20,6 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-
 from conftest import SERVER_KEYS
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[test]'")

@@ -51,13 +51,14 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from graph.algorithms.text import citations_in, strip_citations
 from graph.evaluation.datasets import NULL_TYPE, Dataset, EvalQuery
 from graph.evaluation.ingest import ingest_dataset
 from graph.evaluation.metrics import facts_in_chunks, percentiles, strip_ws
 from graph.evaluation.report import _fmt, _table, ingest_lines, write_jsonl
 from graph.evaluation.runner import EvalError, _node_key, eval_context, forget_query_vectors, resolve_intent
+from graph.graph import compile_graph
 from graph.policy import load_policy
-from graph.text import citations_in, strip_citations
 
 SUPPORTED = ("multihop-rag",)
 DECISIONS = ("OK", "WARNING", "BLOCK")
@@ -202,7 +203,6 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
     (answers.json's content under "results"), the per-query rows and the run's settings."""
     from langgraph.store.memory import InMemoryStore
 
-    from graph.graph import compile_graph
 
     check_dataset(dataset.name)
     if limit is not None and limit <= 0:

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graph.algorithms.text import json_lines
 from graph.evaluation.metrics import strip_ws
-from graph.text import json_lines
 
 DATASETS = ("multihop-rag", "beir", "squad")
 # Folder of each dataset under $RAGATE_DATASETS (or ../shared/datasets) when no path is given.

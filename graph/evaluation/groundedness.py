@@ -22,11 +22,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from graph.algorithms.groundedness import Source
+from graph.algorithms.judging import judge_answer
+from graph.algorithms.text import detect_language, json_lines
 from graph.evaluation.metrics import percentiles
 from graph.evaluation.report import _fmt, _table, write_jsonl
-from graph.groundedness import Source
 from graph.policy import Policy
-from graph.text import detect_language, json_lines
 
 INVENTED_BELOW = 0.3  # the bar: an invented value scores groundedness < 0.3
 COVERAGE = "medium"
@@ -91,8 +92,6 @@ def _item_problem(item: Any) -> str | None:
 
 
 def judge_item(item: dict[str, Any], policy: Policy, embeddings: Any) -> dict[str, Any]:
-    from nodes.judge import judge_answer  # the judge node's own function
-
     sources = [Source(doc_id=c["doc_id"], text=c["text"], chunk_id=f"{c['doc_id']}#{i}")
                for i, c in enumerate(item["context"])]
     language = item.get("language") or detect_language(item.get("question") or item["answer"],

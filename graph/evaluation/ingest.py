@@ -1,4 +1,4 @@
-"""A benchmark corpus as ragate documents, ingested with `graph.ingest.ingest_path`.
+"""A benchmark corpus as ragate documents, ingested with `graph.indexing.ingest.ingest_path`.
 
 The collection is named after the dataset and a hash of (corpus file content, chunk size, overlap,
 embedding model, this converter's version), under tenant "eval": a second run over the same corpus
@@ -16,8 +16,8 @@ from typing import Any
 
 from graph.context import Context
 from graph.evaluation.datasets import Dataset, EvalDocument
-from graph.ingest import ingest_path
-from graph.resources import get_resources
+from graph.indexing.ingest import ingest_path
+from graph.providers.resources import get_resources
 
 EVAL_TENANT = "eval"
 # Bumped when `to_ragate` changes what is stored, so that an old collection is not reused.

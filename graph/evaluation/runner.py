@@ -28,8 +28,9 @@ from graph.evaluation.metrics import (
     multihop_query_metrics,
     percentiles,
 )
+from graph.graph import compile_graph
 from graph.policy import load_policy
-from graph.resources import get_resources
+from graph.providers.resources import get_resources
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "bm25": {"retrieval_mode": "lexical", "decompose": False, "rerank": False, "boosts": False},
@@ -175,8 +176,6 @@ def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = 
                   overlap_tokens: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Ingest (or reuse) the corpus and run every ablation; the results (results.json's content
     under "results", plus the per-query rankings and run settings)."""
-    from graph.graph import compile_graph
-
     ablations = ablations or list(ABLATIONS)
     if top_n < MIN_TOP_N:
         raise EvalError(f"--top-n must be at least {MIN_TOP_N} (the metrics look at the first 10 chunks)")

@@ -1,11 +1,11 @@
-"""The LangServe app (graph/langserve_app.py) under test: uvicorn in a child process on 127.0.0.1,
+"""The LangServe app (graph/entrypoints/langserve_app.py) under test: uvicorn in a child process on 127.0.0.1,
 and the session fixtures of tests/langserve_app/ (imported by its test module).
 
 These tests run only where the `langserve` extra is installed — its own virtual environment
 (`make test-langserve`), because langserve pins sse-starlette<2 and the LangGraph server of the
 test extra needs >=2.1.3. Anywhere else tests/conftest.py does not collect this folder.
 
-The samples are ingested ONCE, by `python -m graph.cli ingest` subprocesses, into a seed data
+The samples are ingested ONCE, by `python -m graph.entrypoints.cli ingest` subprocesses, into a seed data
 folder that each server gets a copy of before it starts: the embedded vector engine allows one
 opener per folder, so no two processes ever share one.
 """
@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 from ragate_server import ChildServer  # tests/ is on sys.path: the root conftest's folder
-
 
 ROOT = Path(__file__).resolve().parents[2]
 TENANTS = ("acme", "globex")
@@ -38,17 +37,17 @@ def child_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]
 
 
 def ingest_samples(home: Path, timeout: float = 300) -> None:
-    """`python -m graph.cli ingest samples/<tenant> ...` for each tenant, one after the other."""
+    """`python -m graph.entrypoints.cli ingest samples/<tenant> ...` for each tenant, one after the other."""
     home.mkdir(parents=True, exist_ok=True)
     for tenant in TENANTS:
-        argv = [sys.executable, "-m", "graph.cli", "ingest", f"samples/{tenant}", "--tenant", tenant,
+        argv = [sys.executable, "-m", "graph.entrypoints.cli", "ingest", f"samples/{tenant}", "--tenant", tenant,
                 "--collection", "documents", "--quiet"]
         done = subprocess.run(argv, cwd=ROOT, env=child_env(home), capture_output=True, text=True, timeout=timeout)
         assert done.returncode == 0, f"ingest {tenant} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
 
 
 class LangServeServer(ChildServer):
-    """`uvicorn graph.langserve_app:app` with its own RAGATE_HOME, ready when /health answers."""
+    """`uvicorn graph.entrypoints.langserve_app:app` with its own RAGATE_HOME, ready when /health answers."""
 
     name = "the LangServe app"
     ready_path = "/health"
@@ -62,7 +61,7 @@ class LangServeServer(ChildServer):
                           **(env or {})}
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "uvicorn", "graph.langserve_app:app", "--host", "127.0.0.1",
+        return [sys.executable, "-m", "uvicorn", "graph.entrypoints.langserve_app:app", "--host", "127.0.0.1",
                 "--port", str(self.port), "--log-level", "warning"]
 
     def env(self) -> dict[str, str]:

@@ -15,10 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 from langserve import RemoteRunnable
+from langserve_server import _loopback_without_proxy, dev_server, langserve_seed_home, server  # noqa: F401 (fixtures)
 
-from langserve_server import dev_server, langserve_seed_home, server, _loopback_without_proxy  # noqa: F401 (fixtures)
-
-from graph.tenancy import CALLER_SETTABLE
+from graph.governance.tenancy import CALLER_SETTABLE
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 WINTER_SALES = "Quanto cresceram as vendas de inverno em 2025?"   # acme has this; globex has other sales

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from graph.context import Context
-from graph.embeddings import CachedEmbeddings, get_embeddings
-from graph.providers import ProviderError, env_required
-from graph.policy import Policy
-from graph.text import Analyzer, analyzer_for
-from graph.vectorstore import VectorIndex, open_index
+from graph.providers.chat import chat_model
+from graph.providers.embeddings import CachedEmbeddings, base_embeddings, get_embeddings
+from graph.providers.rerankers import reranker
+from graph.providers.specs import ProviderError, env_required
+from graph.providers.vectorstore import VectorIndex, open_index
+from graph.providers.vectorstore_server import open_server_index
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,6 @@ def vector_index_for(ctx: Context) -> VectorIndex:
     if ctx.vector_store == "embedded":
         return open_index(ctx.home_path)
     if ctx.vector_store == "qdrant":
-        from graph.vectorstore_server import open_server_index
-
         url = env_required("QDRANT_URL", "RAGATE_VECTOR_STORE", ctx.vector_store, "e.g. http://localhost:6333")
         return open_server_index(url, os.environ.get("QDRANT_API_KEY") or None, float(ctx.provider_timeout_s),
                                  int(ctx.provider_retries))
@@ -121,5 +120,16 @@ def bounded_index(ctx: Context, index: VectorIndex | None = None) -> VectorIndex
     return wrapper
 
 
-def get_analyzer(policy: Policy) -> Analyzer:
-    return analyzer_for(tuple(sorted(policy.raw["languages"]["analyzers"].items())))
+def check_providers(ctx: Context) -> None:
+    """Fail now, with one line naming the setting, if a configured provider cannot be built."""
+    chat_model(ctx)
+    reranker(ctx)
+    base_embeddings(ctx.embedding_model, float(ctx.provider_timeout_s), int(ctx.provider_retries))
+    index = vector_index_for(ctx)
+    if ctx.vector_store != "embedded":
+        # The one provider without which nothing can be answered: reach it now, not on the first question.
+        try:
+            index.client.get_collections()
+        except Exception as exc:
+            raise ProviderError(f"RAGATE_VECTOR_STORE={ctx.vector_store!r}: the server at QDRANT_URL={index.url} did not "
+                                f"answer ({type(exc).__name__}: {str(exc).strip()[:160]}); check QDRANT_URL / QDRANT_API_KEY") from None

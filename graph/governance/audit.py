@@ -18,7 +18,7 @@ import json
 import logging
 from typing import Any
 
-from graph.persistence import namespace_label
+from graph.providers.persistence import namespace_label
 from graph.state import State
 
 REQUESTS = "requests"
@@ -83,6 +83,6 @@ def request_record(state: State, memory: dict[str, Any] | None = None) -> dict[s
 
 
 def emit(record: dict[str, Any]) -> None:
-    """One JSON line per request on the `ragate.requests` logger (handlers: graph/logs.py)."""
+    """One JSON line per request on the `ragate.requests` logger (handlers: graph/governance/logs.py)."""
     if logger.isEnabledFor(logging.INFO):
         logger.info(json.dumps(record, ensure_ascii=False, default=str))

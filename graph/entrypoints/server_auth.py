@@ -1,13 +1,13 @@
 """Authentication and tenant scoping for the LangGraph server (`"auth"` in langgraph.json).
 
-The same API keys as ragate's own routes (graph/tenancy.py): `Authorization: Bearer KEY` names
+The same API keys as ragate's own routes (graph/governance/tenancy.py): `Authorization: Bearer KEY` names
 the caller and the key names the tenant. On LangGraph's own API (/assistants, /threads, /runs,
 /store, /mcp):
 
 * a run's context is checked before the run is created: a tenant other than the key's is refused
   (403), and so is a server setting (policy file, data folder, providers); the key's tenant is
   written into the context, and the graph also takes it from the authenticated caller
-  (`nodes.instrumentation.context_of`), so a run cannot read another tenant even if a check here
+  (`graph.runtime.tenant_binding.run_context`), so a run cannot read another tenant even if a check here
   were skipped;
 * threads carry their tenant in their metadata and a caller sees only its tenant's threads;
 * the store is readable only under the caller's tenant's namespaces (`("ragate", kind, tenant)`);
@@ -25,8 +25,8 @@ from typing import Any
 from langgraph_sdk import Auth
 
 from graph.context import Context
-from graph.persistence import namespace_label
-from graph.tenancy import LOCAL_DEV_ID, AccessError, Caller, caller_context, server_keyring
+from graph.governance.tenancy import LOCAL_DEV_ID, AccessError, Caller, caller_context, server_keyring
+from graph.providers.persistence import namespace_label
 
 auth = Auth()
 TENANT_META = "ragate_tenant"
@@ -115,7 +115,7 @@ async def on_store(ctx: Auth.types.AuthContext, value: Any):
         return None
     ns = tuple(value.get("namespace") or ())
     # search/list may name a prefix: ("ragate", kind) is too wide, it must reach the tenant.
-    # The tenant's label as graph.audit.namespace writes it (a period is percent-encoded).
+    # The tenant's label as graph.governance.audit.namespace writes it (a period is percent-encoded).
     if len(ns) < 3 or ns[0] != "ragate" or ns[2] != namespace_label(tenant):
         raise Auth.exceptions.HTTPException(status_code=403,
                                             detail=f"this API key reads only namespaces ('ragate', <kind>, {tenant!r}, ...)")

@@ -13,7 +13,26 @@ import sys
 import time
 from pathlib import Path
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+from graph.assets import LANGGRAPH_JSON, SAMPLES_DIR
+from graph.context import Context
+from graph.entrypoints.api import Ragate, open_memory_store
+from graph.evaluation import answers, groundedness
+from graph.evaluation.datasets import DatasetError, load_dataset
+from graph.evaluation.report import markdown, write_outputs
+from graph.evaluation.runner import EvalError, parse_ablations, run_retrieval
+from graph.governance.feedback import FeedbackError, record_feedback
+from graph.governance.logs import configure_request_log
+from graph.governance.tenancy import LOCAL_DEV_SETTING, KeyConfigError, KeyRing
+from graph.graph import graph as compiled_graph
+from graph.indexing.ingest import IngestError, ingest_path
+from graph.policy import PolicyError, load_policy
+from graph.providers.persistence import PersistenceError
+from graph.providers.resources import check_providers, embeddings_for
+from graph.providers.specs import ProviderError
+from graph.providers.vectorstore import CollectionError, close_all
+from graph.state import QuestionError, check_question
+
+SAMPLES = SAMPLES_DIR
 
 DEMO_QUESTIONS = [
     ("acme", "Quanto cresceram as vendas de inverno em 2025?"),
@@ -30,8 +49,6 @@ NUMBER_FLAGS = {"chunk_tokens": "--chunk-tokens", "overlap_tokens": "--overlap-t
 
 
 def _context(args: argparse.Namespace):
-    from graph.context import Context
-
     try:
         ctx = Context()
     except ValueError as exc:  # a RAGATE_* variable that cannot be read: say which, exit 2
@@ -93,11 +110,6 @@ def _chunking_flags(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from graph.ingest import IngestError, ingest_path
-    from graph.vectorstore import CollectionError
-
-    from graph.providers import ProviderError, check_providers
-
     ctx = _context(args)
     started = time.perf_counter()
     try:
@@ -164,17 +176,11 @@ def _print_streamed(events) -> None:
 
 
 def _request_log(ctx) -> None:
-    from graph.logs import configure_request_log
-
     configure_request_log(str(ctx.home_path / "logs" / "requests.jsonl"))
 
 
 def _ragate(ctx, prefix: str):
     """The API object, or None after printing why a provider or the memory backend cannot be used."""
-    from graph.api import Ragate
-    from graph.persistence import PersistenceError
-    from graph.providers import ProviderError, check_providers
-
     try:
         check_providers(ctx)  # a misconfigured provider fails here, in one line, not mid-request
         return Ragate(ctx)
@@ -184,8 +190,6 @@ def _ragate(ctx, prefix: str):
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from graph.state import QuestionError, check_question
-
     try:  # before anything is opened: a refused question costs nothing and leaves nothing behind
         args.question = check_question(args.question)
     except QuestionError as exc:
@@ -214,9 +218,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_feedback(args: argparse.Namespace) -> int:
     """Rate an answer by its request id (the tenant's own requests only)."""
-    from graph.api import open_memory_store
-    from graph.feedback import FeedbackError, record_feedback
-    from graph.persistence import PersistenceError
 
     ctx = _context(args)
     try:
@@ -231,8 +232,6 @@ def cmd_feedback(args: argparse.Namespace) -> int:
 
 def _ingest_samples(ctx, progress: bool) -> None:
     """The bundled sample corpus, both tenants, into the collection `documents` (idempotent)."""
-    from graph.ingest import ingest_path
-
     for tenant in ("acme", "globex"):
         report = ingest_path(SAMPLES / tenant, collection="documents", tenant=tenant, context=ctx, progress=progress)
         print(f"ingested samples/{tenant}: {report.documents_written} written, {report.documents_unchanged} unchanged, "
@@ -260,7 +259,6 @@ SERVE_ENV = {"home": "RAGATE_HOME", "policy_path": "RAGATE_POLICY", "embedding_m
              "provider_retries": "RAGATE_PROVIDER_RETRIES"}
 # Offline by default: no analytics, no version check, no LangSmith tracing (unless the user set them).
 SERVE_OFFLINE_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true", "LANGSMITH_TRACING": "false"}
-LANGGRAPH_JSON = Path(__file__).resolve().parent.parent / "langgraph.json"
 SERVE_PATH_SETTINGS = ("RAGATE_HOME", "RAGATE_POLICY", "RAGATE_API_KEYS_FILE")
 
 
@@ -269,7 +267,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import importlib.util
     import os
 
-    from graph.tenancy import KeyConfigError, KeyRing, LOCAL_DEV_SETTING
 
     if importlib.util.find_spec("langgraph_cli") is None or importlib.util.find_spec("langgraph_api") is None:
         print("ragate serve: the LangGraph server is not installed: pip install -e '.[serve]' (or make serve)", file=sys.stderr)
@@ -296,7 +293,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     if args.samples:
         _ingest_samples(_context(args), progress=False)  # the flags, as the server gets them through `env`
-        from graph.vectorstore import close_all
 
         close_all()  # the server opens the embedded engine's folder itself: one opener per folder
     base = f"http://{args.host}:{args.port}"
@@ -324,9 +320,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
-    from graph.graph import graph
-
-    print(graph.get_graph().draw_mermaid())
+    print(compiled_graph.get_graph().draw_mermaid())
     return 0
 
 
@@ -340,11 +334,6 @@ def _eval_home(args: argparse.Namespace) -> str:
 def _run_eval(args: argparse.Namespace, prefix: str, run, markdown, write_outputs) -> int:
     """Shared by the eval commands: `run()` -> (dataset, out); a bad request exits 2 with the
     message, else the Markdown report on stdout and, with --out, the files."""
-    from graph.evaluation.datasets import DatasetError
-    from graph.evaluation.runner import EvalError
-    from graph.ingest import IngestError
-    from graph.vectorstore import CollectionError
-
     try:
         dataset, out = run()
     except (DatasetError, EvalError, IngestError, CollectionError) as exc:
@@ -363,9 +352,6 @@ def _run_eval(args: argparse.Namespace, prefix: str, run, markdown, write_output
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     """Run a retrieval benchmark through the retrieval-only graph, one pass per ablation."""
-    from graph.evaluation.datasets import load_dataset
-    from graph.evaluation.report import markdown, write_outputs
-    from graph.evaluation.runner import parse_ablations, run_retrieval
 
     def run():
         ablations = parse_ablations(args.ablations)
@@ -381,9 +367,6 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def cmd_eval_answers(args: argparse.Namespace) -> int:
     """Answer every MultiHop-RAG query with the whole graph and score the answers."""
-    from graph.evaluation import answers
-    from graph.evaluation.datasets import load_dataset
-
     def run():
         answers.check_dataset(args.dataset)
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, corpus=args.corpus, queries=args.queries)
@@ -397,11 +380,6 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
 
 def cmd_eval_groundedness(args: argparse.Namespace) -> int:
     """Judge every answer of a labelled JSONL file with the deterministic groundedness checks."""
-    from graph.evaluation import groundedness
-    from graph.policy import PolicyError, load_policy
-    from graph.providers import ProviderError
-    from graph.resources import embeddings_for
-
     ctx = _context(args)
     try:
         items = groundedness.load_items(Path(args.input))
@@ -535,7 +513,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     numbers = {n: getattr(args, n) for n in NUMBER_FLAGS if getattr(args, n, None) is not None}
     if numbers:
-        from graph.context import Context
 
         try:
             Context(**numbers)  # a number the run cannot work with is a usage error, before anything is read

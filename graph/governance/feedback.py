@@ -1,18 +1,18 @@
 """Feedback on an answer, stored against its request id.
 
 `record_feedback` checks that the request exists for the caller's tenant (the request record that
-memory_shield wrote, see graph/audit.py) and stores, under `("ragate", "feedback", tenant)`, the
+memory_shield wrote, see graph/governance/audit.py) and stores, under `("ragate", "feedback", tenant)`, the
 rating, the comment, the request id and the judge's scores, reasoning and decision of that request,
 so that a rating can be read beside what the judge thought. A request of another tenant is as
 unknown as one that never happened. The write is acknowledged only after the store has committed
-it (SQLite with synchronous=FULL or PostgreSQL, see graph/persistence.py).
+it (SQLite with synchronous=FULL or PostgreSQL, see graph/providers/persistence.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from graph.audit import FEEDBACK, REQUESTS, namespace, utc_now
+from graph.governance.audit import FEEDBACK, REQUESTS, namespace, utc_now
 
 # Ratings: thumbs or a 1–5 scale, normalised to 0–1 so both can be aggregated.
 THUMBS = {"up": 1.0, "down": 0.0, "+1": 1.0, "-1": 0.0}

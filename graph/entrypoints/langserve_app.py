@@ -14,16 +14,16 @@ while the LangGraph server (the `serve` / `test` extras) needs `sse-starlette>=2
 can never be installed together. This app imports only ragate's core and the `langserve` extra:
 
     python3 -m venv .venv-langserve && .venv-langserve/bin/pip install -e ".[langserve]"
-    RAGATE_API_KEYS="acme-key-0001:acme" .venv-langserve/bin/uvicorn graph.langserve_app:app --port 8001
+    RAGATE_API_KEYS="acme-key-0001:acme" .venv-langserve/bin/uvicorn graph.entrypoints.langserve_app:app --port 8001
     # or the whole check: make test-langserve
 
-Who may read what is decided as everywhere else in ragate (graph/tenancy.py):
+Who may read what is decided as everywhere else in ragate (graph/governance/tenancy.py):
 
 * the tenant is the caller's API key's (`Authorization: Bearer KEY`; keys in RAGATE_API_KEYS /
   RAGATE_API_KEYS_FILE), never a field of the body: LangServe's `per_req_config_modifier`
   authenticates the request (401 without a known key, unless RAGATE_LOCAL_DEV=1, where a keyless
   request is served as RAGATE_TENANT) and puts the caller in `configurable.langgraph_auth_user`,
-  where the graph itself reads it (`nodes.instrumentation.context_of` forces that tenant);
+  where the graph itself reads it (`graph.runtime.tenant_binding.run_context` forces that tenant);
 * `config.configurable` accepts only the per-request settings any caller may choose
   (`tenancy.CALLER_SETTABLE`: collections, k, top_n, ...); a tenant, a server setting (home,
   policy, providers) or a `langgraph_auth_user` of the client's own is refused with 422, and the
@@ -63,10 +63,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from starlette.concurrency import run_in_threadpool
 
 from graph.context import Context
+from graph.entrypoints.api import open_memory_store
+from graph.governance.tenancy import (
+    AUTH_USER_KEY,
+    CALLER_SETTABLE,
+    AccessError,
+    caller_context,
+    caller_tenant,
+    server_keyring,
+)
+from graph.graph import compile_graph
 from graph.output import to_output
+from graph.providers.persistence import close_all as close_stores
+from graph.providers.resources import check_providers
+from graph.providers.vectorstore import close_all as close_indexes
 from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN, check_question
-from graph.tenancy import (AUTH_USER_KEY, CALLER_SETTABLE, AccessError, caller_context, server_keyring,
-                           caller_tenant)
 
 log = logging.getLogger("ragate.langserve")
 
@@ -92,7 +103,6 @@ class HistoryTurn(BaseModel):
 
 class RagInput(BaseModel):
     """A question for ragate. There is no tenant here: the tenant is the caller's API key's."""
-
     model_config = ConfigDict(extra="forbid", title="RagInput")
 
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
@@ -185,7 +195,6 @@ class RagateRunnable(Runnable[dict, dict]):
     input `RagInput`, output the output contract. The run's `Context` is the server's, with the
     tenant of the authenticated caller (`configurable.langgraph_auth_user`, else the server's
     RAGATE_TENANT) and the caller's `CALLER_SETTABLE` settings from `configurable`."""
-
     name = "ragate"
 
     def __init__(self, context: Context | None = None, *, store: Any = None):
@@ -207,8 +216,6 @@ class RagateRunnable(Runnable[dict, dict]):
         ctx = self.base_context
         with self._lock:
             if self._graph is None:
-                from graph.api import open_memory_store
-                from graph.graph import compile_graph
 
                 if self._store is None:
                     self._store = open_memory_store(ctx)
@@ -367,7 +374,6 @@ def _json_default(obj: Any) -> Any:
 class RagateSerializer(WellKnownLCSerializer):
     """LangServe's serializer, with a fallback for objects it cannot write (langserve 0.3.3's own
     fallback raises, which cut /stream_log — the playground's stream — at the first LangGraph `Send`)."""
-
     def dumps(self, obj: Any) -> bytes:
         return orjson.dumps(obj, default=_json_default)
 
@@ -376,10 +382,7 @@ class RagateSerializer(WellKnownLCSerializer):
 async def lifespan(_app: FastAPI):
     """Fail at start-up, in one line, on broken keys or a misconfigured provider or store; open the
     store and compile the graph before the first request."""
-
     def start() -> None:
-        from graph.providers import check_providers
-
         keys = server_keyring()
         if not keys.configured and not keys.local_dev:
             log.warning("ragate langserve: no API keys (RAGATE_API_KEYS / RAGATE_API_KEYS_FILE): every request will "
@@ -391,8 +394,6 @@ async def lifespan(_app: FastAPI):
     try:
         yield
     finally:
-        from graph.persistence import close_all as close_stores
-        from graph.vectorstore import close_all as close_indexes
 
         close_stores()
         close_indexes()

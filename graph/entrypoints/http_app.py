@@ -3,7 +3,7 @@
 `langgraph.json` mounts `app` (`"http": {"app": "./graph/http_app.py:app"}`), so one process
 serves LangGraph's API (Studio, /runs, /mcp) and these routes:
 
-    GET  /                          the question page (graph/web/)
+    GET  /                          the question page (graph/entrypoints/web/)
     GET  /api/session               who the credentials say you are (tenant, local development mode)
     POST /api/chat                  {question, intent?, entity?, thread_id?, context?} -> the output contract
     POST /api/chat/stream           the same as server-sent events: `token`s, then one `result` (with sources)
@@ -11,10 +11,10 @@ serves LangGraph's API (Studio, /runs, /mcp) and these routes:
     GET  /ops/rag_debug/{id}        the request record the graph wrote for that request
     GET  /api/health                liveness without credentials
 
-The tenant comes from the caller's API key (graph/tenancy.py), never from the body; a body that
+The tenant comes from the caller's API key (graph/governance/tenancy.py), never from the body; a body that
 names another tenant is refused. Bad input gets a 4xx whose message says what to fix; a 500 means
 a fault of ours, and says the request id to look for in the log. The app also runs on its own
-(`uvicorn graph.http_app:app`), without the LangGraph server.
+(`uvicorn graph.entrypoints.http_app:app`), without the LangGraph server.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -40,16 +39,17 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from graph.audit import REQUESTS, namespace
+from graph.assets import WEB_DIR
 from graph.context import Context, env_number
-from graph.feedback import FeedbackError, UnknownRequestError, parse_rating
+from graph.governance.audit import REQUESTS, namespace
+from graph.governance.feedback import FeedbackError, UnknownRequestError, parse_rating
+from graph.governance.tenancy import AccessError, Caller, KeyRing, caller_context, server_keyring
 from graph.policy import PolicyError, load_policy
 from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN, QuestionError, check_question
-from graph.tenancy import AccessError, Caller, KeyRing, caller_context, server_keyring
 
 log = logging.getLogger("ragate.http")
 
-WEB = Path(__file__).resolve().parent / "web"
+WEB = WEB_DIR
 MAX_BODY_BYTES = 64 * 1024
 THREAD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 REQUEST_ID_RE = re.compile(REQUEST_ID_PATTERN)
@@ -179,7 +179,7 @@ class Server:
     def ragate(self):
         with self._lock:
             if self._ragate is None:
-                from graph.api import Ragate
+                from graph.entrypoints.api import Ragate
 
                 self._ragate = Ragate(self.base_context)
             return self._ragate

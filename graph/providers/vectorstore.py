@@ -14,10 +14,10 @@ Payload schema (the same one the Qdrant-server path writes):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import threading
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -39,10 +39,10 @@ from qdrant_edge import (
     Modifier,
     PayloadSchemaType,
     Point,
+    Query,
     QueryBatchRequest,
     QueryRequest,
     RangeDateTime,
-    Query,
     ScrollRequest,
     SearchParams,
     SparseVector,

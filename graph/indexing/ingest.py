@@ -28,11 +28,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from graph.algorithms.text import detect_language, get_analyzer, split_sentences
 from graph.context import CHUNK_TOKENS, OVERLAP_TOKENS, Context, env_number
 from graph.policy import load_policy
-from graph.resources import get_analyzer, get_resources
-from graph.text import detect_language, split_sentences
-from graph.vectorstore import APPROVED_STATUSES, TENANT_FIELD, ChunkRecord
+from graph.providers.resources import get_resources
+from graph.providers.vectorstore import APPROVED_STATUSES, TENANT_FIELD, ChunkRecord
 
 TOKENS_PER_WORD = 1.3  # sub-word tokens per whitespace word, Portuguese and English news text
 SUPPORTED_SUFFIXES = (".jsonl", ".md", ".markdown", ".txt")

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graph.text import (
+from graph.algorithms.text import (
     Analyzer,
     citations_in,
     detect_language,

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from graph.providers import EMBEDDING_PROVIDERS, ProviderError, env_required, parse_spec
+from graph.providers.specs import EMBEDDING_PROVIDERS, ProviderError, env_required, parse_spec
 
 
 class UseMultilingualEmbeddings(Embeddings):

@@ -1,6 +1,6 @@
 """A Qdrant server or cluster as the vector engine (`RAGATE_VECTOR_STORE=qdrant`, `QDRANT_URL`,
 `QDRANT_API_KEY`): the same `VectorIndex` interface, payload schema, indexes and gates as the
-embedded engine (graph/vectorstore.py), over the REST API through `qdrant_client`.
+embedded engine (graph/providers/vectorstore.py), over the REST API through `qdrant_client`.
 
 The collection layout follows Qdrant's multitenancy guide: `brandId` is a keyword index with
 `is_tenant=True`, and the HNSW graph is built per tenant (`payload_m=16`, `m=0`: no global graph,
@@ -30,7 +30,7 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 
-from graph.vectorstore import (
+from graph.providers.vectorstore import (
     COLLECTION_SCHEMA,
     DATETIME_INDEXES,
     DENSE,

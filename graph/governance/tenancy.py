@@ -13,7 +13,7 @@ this module, so a key means the same tenant everywhere:
 A key is never logged or echoed: a caller is named by the key's fingerprint (`key_id`).
 
 Inside the graph the tenant of an authenticated caller wins over anything the run's context says
-(`caller_tenant`, used by `nodes.instrumentation.context_of`): the LangGraph server puts the caller
+(`caller_tenant`, used by `graph.runtime.tenant_binding.run_context`): the LangGraph server puts the caller
 in `config["configurable"]["langgraph_auth_user"]`, and ragate's LangServe app puts it under the
 same key, so the graph needs no knowledge of which server it runs in.
 """

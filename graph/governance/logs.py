@@ -1,4 +1,4 @@
-"""Where the request log goes. Nodes only emit (graph/audit.py: one JSON line per request on the
+"""Where the request log goes. Nodes only emit (graph/governance/audit.py: one JSON line per request on the
 `ragate.requests` logger); the programs that run the graph decide where the lines land.
 
 `RAGATE_LOG`: `stderr`, `off`, or a file path (lines are appended). The CLI's default is the file
@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from graph.audit import logger as request_logger
+from graph.governance.audit import logger as request_logger
 
 _installed: logging.Handler | None = None
 

@@ -205,6 +205,11 @@ def analyzer_for(items: tuple[tuple[str, str], ...]) -> Analyzer:
     return Analyzer(dict(items))
 
 
+def get_analyzer(policy) -> Analyzer:
+    """The lexical analyzer of a policy's `languages.analyzers` (one per distinct setting, shared)."""
+    return analyzer_for(tuple(sorted(policy.raw["languages"]["analyzers"].items())))
+
+
 # --- values: numbers, amounts, percentages, dates, field names -----------------------------
 
 _NUMBER = re.compile(
@@ -331,3 +336,24 @@ def find_dates(text: str, months: Mapping[str, Sequence[str]], relations: Mappin
                          if any(re.search(rf"(?<!\w){re.escape(fold(p))}\s*$", before) for p in phrases)), "on")
         found.append(DateMention(day=day, relation=relation, start=m.start(), end=m.end()))
     return found
+
+
+# --- a chat model's JSON reply -----------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$")
+
+
+def json_reply(text: Any) -> Any:
+    """The JSON a chat model's reply holds: a code fence and any prose around the outermost
+    {...} are dropped (small models wrap their JSON); a bare [...] is read as is. ValueError says
+    what is wrong, in words that can be fed back to the model."""
+    body = _FENCE.sub("", str(text or "")).strip()
+    start, end = body.find("{"), body.rfind("}")
+    if start >= 0 and end > start:
+        body = body[start:end + 1]
+    elif not body.startswith("["):
+        raise ValueError("no JSON object in the reply")
+    try:
+        return json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"invalid JSON ({exc.msg} at character {exc.pos})") from None

