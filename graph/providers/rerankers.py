@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from typing import Any
 
+from graph import settings
 from graph.providers.specs import RERANK_PROVIDERS, env_required, parse_spec
 
 
@@ -61,5 +61,5 @@ def reranker(ctx: Any, top_n: int = 50):
     if parsed is None:
         return None
     key = env_required("COHERE_API_KEY", "RAGATE_RERANK_MODEL", ctx.rerank_model)
-    base_url = os.environ.get("COHERE_BASE_URL") or os.environ.get("CO_API_URL") or None
+    base_url = settings.text("COHERE_BASE_URL") or settings.text("CO_API_URL")
     return _rerank(parsed[1], base_url, key, float(ctx.provider_timeout_s), int(ctx.provider_retries), top_n)

@@ -9,13 +9,13 @@ in this process and is given the same deadline by running its reads on a small p
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 
+from graph import settings
 from graph.context import Context
 from graph.providers.chat import chat_model
 from graph.providers.embeddings import CachedEmbeddings, base_embeddings, get_embeddings
@@ -45,7 +45,7 @@ def vector_index_for(ctx: Context) -> VectorIndex:
         return open_index(ctx.home_path)
     if ctx.vector_store == "qdrant":
         url = env_required("QDRANT_URL", "RAGATE_VECTOR_STORE", ctx.vector_store, "e.g. http://localhost:6333")
-        return open_server_index(url, os.environ.get("QDRANT_API_KEY") or None, float(ctx.provider_timeout_s),
+        return open_server_index(url, settings.text("QDRANT_API_KEY"), float(ctx.provider_timeout_s),
                                  int(ctx.provider_retries))
     raise ProviderError(f"RAGATE_VECTOR_STORE={ctx.vector_store!r}: expected one of {', '.join(VECTOR_STORES)}")
 

@@ -13,7 +13,7 @@ The clients live beside this module: `chat` (OpenAI-compatible), `rerankers` (Co
 
 from __future__ import annotations
 
-import os
+from graph import settings
 
 
 class ProviderError(ValueError):
@@ -45,7 +45,9 @@ def failure_reason(exc: BaseException) -> str:
 
 def env_required(name: str, setting: str, spec: str,
                  hint: str = "any non-empty value for a local server that ignores keys") -> str:
-    value = os.environ.get(name, "").strip()
+    """The environment variable `name` that `setting`'s value `spec` needs; a ProviderError naming
+    both when it is unset."""
+    value = settings.text(name)
     if not value:
         raise ProviderError(f"{setting}={spec!r} needs {name} ({hint})")
     return value
