@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 LS_VENV ?= .venv-langserve
 LS_BIN  := $(LS_VENV)/bin
 
-.PHONY: demo test serve install install-test install-serve install-langserve test-langserve bench clean
+.PHONY: demo test serve install install-test install-serve install-langserve test-langserve bench dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,5 +53,14 @@ test-langserve: install-langserve
 bench: install
 	$(BIN)/python bench/latency.py
 
+# The wheel and the sdist in dist/ (hatchling, in an isolated build environment). The wheel carries
+# policies/, prompts/, samples/ and langgraph.json as package data (graph/_data/), so the installed
+# `ragate` runs from any folder (`pip install "dist/ragate-0.1.0-py3-none-any.whl[serve]"` for
+# `ragate serve`). tests/test_wheel.py builds one, installs it and runs it.
+dist: $(BIN)/python
+	$(BIN)/pip install --quiet build
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+
 clean:
-	rm -rf $(VENV) $(LS_VENV) .ragate .pytest_cache
+	rm -rf $(VENV) $(LS_VENV) .ragate .pytest_cache dist build
