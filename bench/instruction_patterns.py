@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     except (PolicyError, DatasetError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    matcher = instruction_matcher(policy.instruction_patterns)
+    matcher = instruction_matcher(policy.documents.instruction_patterns)
     if matcher is None:
         print("the policy has no documents.instruction_patterns: nothing to measure")
         return 0

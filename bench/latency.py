@@ -53,7 +53,8 @@ if str(ROOT) not in sys.path:  # `python bench/latency.py` from a checkout witho
     sys.path.insert(0, str(ROOT))
 
 from graph.algorithms.text import get_analyzer  # noqa: E402
-from graph.policy import DEFAULT_POLICY_PATH, load_policy  # noqa: E402
+from graph.assets import DEFAULT_POLICY_PATH
+from graph.policy import load_policy  # noqa: E402
 from graph.providers.vectorstore import (
     APPROVED_STATUSES,
     COLLECTION_SCHEMA,

@@ -1,18 +1,30 @@
-"""Loading and validating the YAML policy (`policies/rag.yaml`).
+"""The YAML policy (`policies/rag.yaml`), typed and validated.
 
-The policy is the single source of truth for routing, budgets, lexicons and thresholds. Nodes
-never read YAML themselves: they call `load_policy()` and get a validated `Policy` or a
-`PolicyError` whose message names the file and the field that is wrong.
+The policy is the single source of truth for routing, budgets, lexicons and thresholds. Each section
+is a frozen dataclass below, and each default is written once, as that dataclass's field default: a
+key the YAML leaves out takes it, a key it gives is checked against the field's type and rule. Nodes
+read typed settings (`policy.compose.relevance_floor`), never `dict.get` with a literal default.
+
+`load_policy()` returns a validated `Policy` or raises `PolicyError`, whose message names the file
+and the field that is wrong. A run reads one policy from its first node to its last
+(graph/runtime/run_policy.py); `Policy.digest` (the file's sha256) names that version in the request
+record. `Policy.raw` is the YAML as parsed, kept for the snapshot shown to users.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import hashlib
 import os
 import re
 import threading
 import time
-from dataclasses import dataclass
+import types
+import typing
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,221 +43,463 @@ class PolicyError(ValueError):
     """The policy file is missing, unreadable or invalid."""
 
 
+def rule(check: typing.Callable[[Any], bool], text: str) -> dict[str, Any]:
+    """Field metadata: a value must pass `check`; `text` completes "<field> must be ..."."""
+    return {"check": check, "rule": text}
+
+
+def _between(low: float, high: float) -> dict[str, Any]:
+    return rule(lambda v: low <= v <= high, f"between {low:g} and {high:g}")
+
+
+_POSITIVE = rule(lambda v: v > 0, "positive")
+_SHARE = _between(0, 1)
+_INCREASING_PAIR = rule(lambda v: len(v) == 2 and v[0] < v[1], "two increasing numbers [low, high]")
+
+
+# --- routing ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IntentRule:
+    """Keywords that infer an intent when the caller gives none (the rule with most hits wins)."""
+
+    intent: str
+    keywords: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Routing:
+    allow_intents: tuple[str, ...] = ()        # intents that may use retrieval
+    deny_intents: tuple[str, ...] = ()         # deny wins over allow
+    fallback_intent: str | None = None         # when no intent is given and no rule matches
+    intent_rules: tuple[IntentRule, ...] = ()
+    intent_filters: Mapping[str, Mapping[str, str | int]] = field(default_factory=dict)  # engine filters per intent
+
+    def intent_allowed(self, intent: str) -> tuple[bool, str]:
+        """Deny wins over allow; an intent in neither list is off."""
+        if intent in self.deny_intents:
+            return False, f"intent '{intent}' is denied by policy (routing.deny_intents)"
+        if intent in self.allow_intents:
+            return True, ""
+        return False, f"intent '{intent}' is not listed in routing.allow_intents"
+
+
 @dataclass(frozen=True)
 class Profile:
-    name: str
-    k: int
-    min_score: float
-    max_context_chars: int
+    """A retrieval budget."""
+
+    k: int = field(metadata=_POSITIVE)                  # candidates per search list
+    min_score: float                                    # rerank score below which a chunk is dropped
+    max_context_chars: int = field(metadata=_POSITIVE)  # characters of chunk text handed to the composer
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    profile: str
+    collections: tuple[str, ...] = field(metadata=rule(bool, "a non-empty list"))
+    max_chunks: int = field(metadata=_POSITIVE)
+
+
+@dataclass(frozen=True)
+class RagRoutes:
+    default: RouteSpec                                  # for any entity not listed (and no entity)
+    entities: Mapping[str, RouteSpec] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class EntityRoute:
+    """Where and how much one entity's questions search (`Policy.entity_route`)."""
+
     entity: str
+    profile_name: str
     profile: Profile
     collections: tuple[str, ...]
     max_chunks: int
 
 
+# --- retrieval and decomposition ----------------------------------------------------------------
+
+
 @dataclass(frozen=True)
+class RetrievalSettings:
+    performance_keywords: tuple[str, ...] = ()  # a question with one also searches the performance chunks
+    performance_doc_type: str = "performance"
+    mention_fields: tuple[str, ...] = ()        # indexed fields whose named values scope a search
+    max_mentions: int = 4
+    date_window_days: int = 1
+    # phrases before a date that make it a bound: {"before": [...], "after": [...]}
+    date_relations: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict, metadata=rule(lambda v: set(v) <= {"before", "after"}, "a mapping of 'before' / 'after' to lists of phrases"))
+
+
+@dataclass(frozen=True)
+class DecompositionWeights:
+    connective: float = 1.0       # per connective word found (capped at 2 hits)
+    perspectives: float = 2.0     # two or more perspectives named, or "all perspectives"
+    questions: float = 2.0        # two or more question marks
+    complexity: float = 1.0       # per complexity word found (capped at 2 hits)
+    question_words: float = 1.0   # two or more different question words
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """One language's word lists for the complexity score and the splitter."""
+
+    connectives: tuple[str, ...] = ()
+    complexity: tuple[str, ...] = ()
+    question_words: tuple[str, ...] = ()
+    perspectives: tuple[str, ...] = ()
+    all_perspectives: tuple[str, ...] = ()
+    comparison_markers: tuple[str, ...] = ()
+    default_perspectives: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DecompositionSettings:
+    min_length: int                     # characters; shorter questions are never decomposed
+    threshold: float                    # decompose when the complexity score reaches this
+    max_subqueries: int = field(metadata=_between(2, 4))
+    weights: DecompositionWeights
+    lexicons: Mapping[str, Lexicon] = field(metadata=rule(bool, "a mapping of languages to word lists"))
+    min_clause_words: int = field(default=4, metadata=_POSITIVE)
+
+    def words(self, key: str) -> list[str]:
+        """Union of one word list over every language (questions mix languages: "vs", "ROAS")."""
+        out: list[str] = []
+        for lexicon in self.lexicons.values():
+            out.extend(w for w in getattr(lexicon, key) if w not in out)
+        return out
+
+
+# --- rerank -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RerankWeights:
+    dense: float = 0.45
+    lexical: float = 0.45
+    bm25: float = 0.0
+    fused: float = 0.1
+
+
+@dataclass(frozen=True)
+class DenseCalibration:
+    floor: float = 0.1     # cosine counted as 0
+    ceiling: float = 0.6   # cosine counted as 1
+
+
+@dataclass(frozen=True)
+class Diversity:
+    weight: float = 0.0       # 0 turns the xQuAD diversification off
+    rank_decay: float = 2.0   # how fast an aspect's list stops counting
+
+
+@dataclass(frozen=True)
+class RecencyBoost:
+    factor: float = 1.0
+    current_year: int | None = None   # None: the current calendar year
+
+
+@dataclass(frozen=True)
+class PlaybookBoost:
+    factor: float = 1.0
+    doc_types: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Boosts:
+    recency: RecencyBoost | None = None
+    playbook: PlaybookBoost | None = None
+
+
+@dataclass(frozen=True)
+class RerankSettings:
+    weights: RerankWeights = RerankWeights()
+    dense_calibration: DenseCalibration = DenseCalibration()
+    top_n: int = field(default=5, metadata=_POSITIVE)
+    provider_candidates: int = field(default=25, metadata=_between(1, 1000))  # sent to a Cohere-compatible model
+    diversity: Diversity = Diversity()
+    boosts: Boosts = Boosts()
+
+
+# --- compose and judge --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CoverageLevel:
+    min_docs: int
+    min_mean_score: float
+
+
+@dataclass(frozen=True)
+class Coverage:
+    high: CoverageLevel = CoverageLevel(3, 0.7)
+    medium: CoverageLevel = CoverageLevel(2, 0.5)
+
+
+@dataclass(frozen=True)
+class ComposeSettings:
+    coverage: Coverage = Coverage()
+    relevance_floor: float = 0.25         # below this best rerank score the text is treated as irrelevant
+    max_sentences: int = field(default=6, metadata=_POSITIVE)
+    max_answer_chars: int = field(default=1600, metadata=_POSITIVE)
+    llm_max_tokens: int = field(default=600, metadata=_between(16, 32_000))
+    draft_value_context_floor: float = field(default=0.3, metadata=_SHARE)
+
+
+@dataclass(frozen=True)
+class DecisionThresholds:
+    ok: float      # OK when every score >= ok
+    block: float   # BLOCK when any score < block; WARNING otherwise
+
+
+@dataclass(frozen=True)
+class GroundednessThresholds:
+    """How much support a claim needs (graph/algorithms/groundedness.py)."""
+
+    claim_support_floor: float = field(default=0.5, metadata=_SHARE)   # a claim below this is unsupported
+    semantic_band: tuple[float, float] = field(default=(0.2, 0.75), metadata=_INCREASING_PAIR)  # asks the embedder
+    semantic_scale: tuple[float, float] = field(default=(0.45, 0.85), metadata=_INCREASING_PAIR)  # cosine -> 0..1
+    negation_min_overlap: float = field(default=0.5, metadata=_SHARE)  # before a source's polarity counts
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    thresholds: DecisionThresholds
+    invented_value_groundedness: float = field(default=0.2, metadata=_SHARE)
+    invented_citation_groundedness: float = field(default=0.2, metadata=_SHARE)
+    unsupported_claim_groundedness: float = field(default=0.25, metadata=_SHARE)
+    groundedness: GroundednessThresholds = GroundednessThresholds()
+    empty_closers: tuple[str, ...] = ()    # phrases that add nothing (lower utility)
+    action_words: tuple[str, ...] = ()     # a trend or a recommended action (raise utility)
+
+
+# --- languages, documents, memory ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Languages:
+    markers: Mapping[str, tuple[str, ...]] = field(metadata=rule(bool, "a mapping of languages to word lists"))
+    analyzers: Mapping[str, str] = field(metadata=rule(bool, "a mapping of languages to stemmer names"))
+    default: str = "en"
+    months: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    negations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    number_words: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DocumentSettings:
+    instruction_patterns: tuple[str, ...] = ()   # document text addressed to a model (prompt injection)
+
+
+@dataclass(frozen=True)
+class MemorySettings:
+    namespace: str = "memory"
+    history_turns: int = field(default=5, metadata=_between(0, 100))
+
+
+@dataclass(frozen=True, eq=False)
 class Policy:
-    """A validated policy. `raw` is the parsed YAML, kept as the snapshot shown to users."""
+    """A validated policy: one typed attribute per section of the YAML. Compared and hashed by
+    identity: `load_policy` hands out one object per version of a file."""
 
     path: str
-    raw: dict[str, Any]
-
-    # --- routing -------------------------------------------------------------------------
-    @property
-    def routing(self) -> dict[str, Any]:
-        return self.raw["routing"]
-
-    def intent_allowed(self, intent: str) -> tuple[bool, str]:
-        """Deny wins over allow; an intent in neither list is off."""
-        if intent in self.routing.get("deny_intents", []):
-            return False, f"intent '{intent}' is denied by policy (routing.deny_intents)"
-        if intent in self.routing.get("allow_intents", []):
-            return True, ""
-        return False, f"intent '{intent}' is not listed in routing.allow_intents"
+    raw: Mapping[str, Any] = field(repr=False)
+    digest: str            # sha256 of the file's bytes: the version a request record names
+    version: Any
+    routing: Routing
+    profiles: Mapping[str, Profile]
+    rag: RagRoutes
+    retrieval: RetrievalSettings
+    decomposition: DecompositionSettings
+    rerank: RerankSettings
+    compose: ComposeSettings
+    judge: JudgeSettings
+    languages: Languages
+    documents: DocumentSettings
+    memory: MemorySettings
 
     def entity_route(self, entity: str | None) -> EntityRoute:
-        rag = self.raw["rag"]
-        name = entity if entity in rag.get("entities", {}) else "default"
-        spec = rag["entities"][entity] if name != "default" else rag["default"]
-        profile_name = spec["profile"]
-        p = self.raw["profiles"][profile_name]
-        return EntityRoute(
-            entity=name,
-            profile=Profile(profile_name, int(p["k"]), float(p["min_score"]), int(p["max_context_chars"])),
-            collections=tuple(spec["collections"]),
-            max_chunks=int(spec["max_chunks"]),
-        )
-
-    def section(self, name: str) -> dict[str, Any]:
-        return self.raw.get(name) or {}
-
-    @property
-    def instruction_patterns(self) -> tuple[str, ...]:
-        """Regular expressions for document text addressed to a model (`documents.instruction_patterns`)."""
-        return tuple((self.section("documents")).get("instruction_patterns") or ())
+        name = entity if entity in self.rag.entities else "default"
+        spec = self.rag.entities[name] if name != "default" else self.rag.default
+        return EntityRoute(entity=name, profile_name=spec.profile, profile=self.profiles[spec.profile],
+                           collections=spec.collections, max_chunks=spec.max_chunks)
 
     def boosts(self, current_year: int | None = None) -> dict[str, tuple[float, dict[str, Any]]]:
         """Each rerank boost as (factor, condition on indexed payload fields): recency applies to
         chunks whose `year` is the current year, playbook to chunks whose `docType` is listed."""
-        cfg = self.section("rerank").get("boosts") or {}
+        cfg = self.rerank.boosts
         out: dict[str, tuple[float, dict[str, Any]]] = {}
-        if cfg.get("recency"):
-            year = current_year or cfg["recency"].get("current_year") or datetime.date.today().year
-            out["recency"] = (float(cfg["recency"].get("factor", 1.0)), {"year": int(year)})
-        if (cfg.get("playbook") or {}).get("doc_types"):
-            out["playbook"] = (float(cfg["playbook"].get("factor", 1.0)), {"docType": list(cfg["playbook"]["doc_types"])})
+        if cfg.recency is not None:
+            year = current_year or cfg.recency.current_year or datetime.date.today().year
+            out["recency"] = (cfg.recency.factor, {"year": int(year)})
+        if cfg.playbook is not None and cfg.playbook.doc_types:
+            out["playbook"] = (cfg.playbook.factor, {"docType": list(cfg.playbook.doc_types)})
         return out
 
 
-def _fail(path: str, msg: str) -> PolicyError:
-    return PolicyError(f"policy {path}: {msg}")
+# The sections of the file, in the order they are checked; the required ones have no default.
+SECTIONS: dict[str, tuple[type, bool]] = {
+    "routing": (Routing, True), "profiles": (Mapping[str, Profile], True), "rag": (RagRoutes, True),
+    "decomposition": (DecompositionSettings, True), "rerank": (RerankSettings, True), "compose": (ComposeSettings, True),
+    "judge": (JudgeSettings, True), "languages": (Languages, True), "retrieval": (RetrievalSettings, False),
+    "documents": (DocumentSettings, False), "memory": (MemorySettings, False),
+}
 
 
-def _require(cond: bool, path: str, msg: str) -> None:
-    if not cond:
-        raise _fail(path, msg)
+# --- reading a section against its dataclass ----------------------------------------------------
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+class _Reader:
+    """Turns parsed YAML into the typed sections, naming the first field that is wrong."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def fail(self, where: str, message: str) -> PolicyError:
+        return PolicyError(f"policy {self.path}: {where} {message}")
+
+    def value(self, hint: Any, raw: Any, where: str) -> Any:
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+        if origin in (typing.Union, types.UnionType):
+            if raw is None and type(None) in args:
+                return None
+            inner = [a for a in args if a is not type(None)]
+            if len(inner) == 1:
+                return self.value(inner[0], raw, where)
+            for option in inner:  # str | int: the first type the value is
+                try:
+                    return self.value(option, raw, where)
+                except PolicyError:
+                    continue
+            raise self.fail(where, f"must be one of {' or '.join(_type_name(a) for a in inner)}")
+        if dataclasses.is_dataclass(hint):
+            return self.section(hint, raw, where)
+        if origin in (Mapping, dict):
+            if not isinstance(raw, dict):
+                raise self.fail(where, f"must be a mapping of names to {_type_name(args[1])}")
+            return types.MappingProxyType({str(k): self.value(args[1], v, f"{where}.{k}") for k, v in raw.items()})
+        if origin is tuple:
+            if not isinstance(raw, list):
+                raise self.fail(where, f"must be a list of {_type_name(args[0])}")
+            if args[-1] is Ellipsis:
+                return tuple(self.value(args[0], v, f"{where}[{i}]") for i, v in enumerate(raw))
+            if len(raw) != len(args):
+                raise self.fail(where, f"must be a list of {len(args)} {_type_name(args[0])}")
+            return tuple(self.value(a, v, f"{where}[{i}]") for i, (a, v) in enumerate(zip(args, raw)))
+        if hint is bool:
+            if not isinstance(raw, bool):
+                raise self.fail(where, "must be true or false")
+            return raw
+        if hint is int:
+            if not isinstance(raw, int) or isinstance(raw, bool):
+                raise self.fail(where, "must be an integer")
+            return raw
+        if hint is float:
+            if not isinstance(raw, (int, float)) or isinstance(raw, bool):
+                raise self.fail(where, "must be a number")
+            return float(raw)
+        if hint is str:
+            if not isinstance(raw, str) or not raw:
+                raise self.fail(where, "must be a non-empty string")
+            return raw
+        if hint is Any:
+            return raw
+        raise TypeError(f"policy schema: no reader for {hint!r} at {where}")
+
+    def section(self, cls: type, raw: Any, where: str) -> Any:
+        if not isinstance(raw, dict):
+            raise self.fail(where, "must be a mapping")
+        hints = typing.get_type_hints(cls)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(map(str, raw)) - known)
+        if unknown:
+            raise self.fail(f"{where}.{unknown[0]}", f"is not a setting of {where} (known: {', '.join(sorted(known))})")
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            name = f"{where}.{f.name}"
+            if f.name not in raw:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    raise self.fail(name, "is missing")
+                continue  # the dataclass's own default
+            value = self.value(hints[f.name], raw[f.name], name)
+            check = f.metadata.get("check")
+            if check is not None and value is not None and not check(value):
+                raise self.fail(name, f"must be {f.metadata['rule']}, not {raw[f.name]!r}")
+            values[f.name] = value
+        return cls(**values)
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+def _type_name(hint: Any) -> str:
+    names = {str: "strings", int: "integers", float: "numbers", bool: "true/false values"}
+    if hint in names:
+        return names[hint]
+    if typing.get_origin(hint) is tuple:
+        return f"lists of {_type_name(typing.get_args(hint)[0])}"
+    if typing.get_origin(hint) in (Mapping, dict):
+        return "mappings"
+    return getattr(hint, "__name__", str(hint)).lower() + " settings"
 
 
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-
-
-def validate_policy(raw: Any, path: str) -> Policy:
-    """Check every field the graph relies on; raise `PolicyError` naming the first bad one."""
-    _require(isinstance(raw, dict), path, "top level must be a mapping")
-    for key in ("routing", "profiles", "rag", "decomposition", "rerank", "compose", "judge", "languages"):
-        _require(isinstance(raw.get(key), dict), path, f"section '{key}' is missing or not a mapping")
-
-    routing = raw["routing"]
-    for key in ("allow_intents", "deny_intents"):
-        _require(_is_str_list(routing.get(key, [])), path, f"routing.{key} must be a list of intent names")
-    fallback = routing.get("fallback_intent")
-    _require(fallback is None or isinstance(fallback, str), path, "routing.fallback_intent must be a string")
-    for i, rule in enumerate(routing.get("intent_rules", []) or []):
-        _require(isinstance(rule, dict) and isinstance(rule.get("intent"), str), path,
-                 f"routing.intent_rules[{i}] needs an 'intent' string")
-        _require(_is_str_list(rule.get("keywords")), path, f"routing.intent_rules[{i}].keywords must be a list of strings")
-    filters = routing.get("intent_filters", {}) or {}
-    _require(isinstance(filters, dict), path, "routing.intent_filters must be a mapping intent -> {field: value}")
-    for intent, flt in filters.items():
-        _require(isinstance(flt, dict) and all(isinstance(v, (str, int)) for v in flt.values()), path,
-                 f"routing.intent_filters.{intent} must map field names to string or integer values")
-
-    for name, prof in raw["profiles"].items():
-        _require(isinstance(prof, dict), path, f"profiles.{name} must be a mapping")
-        for key, typ in (("k", int), ("min_score", (int, float)), ("max_context_chars", int)):
-            _require(isinstance(prof.get(key), typ) and not isinstance(prof.get(key), bool), path,
-                     f"profiles.{name}.{key} is missing or not a number")
-        _require(prof["k"] > 0 and prof["max_context_chars"] > 0, path, f"profiles.{name}: k and max_context_chars must be positive")
-
-    rag = raw["rag"]
-    _require(isinstance(rag.get("default"), dict), path, "rag.default is missing")
-    entities = rag.get("entities", {}) or {}
-    _require(isinstance(entities, dict), path, "rag.entities must be a mapping")
-    rag["entities"] = entities
-    for name, spec in [("default", rag["default"]), *entities.items()]:
+def _check_cross_fields(policy: Policy, fail: typing.Callable[[str, str], PolicyError]) -> None:
+    """The rules that relate fields to each other or to the outside world."""
+    for name, spec in [("default", policy.rag.default), *policy.rag.entities.items()]:
         where = "rag.default" if name == "default" else f"rag.entities.{name}"
-        _require(isinstance(spec, dict), path, f"{where} must be a mapping")
-        _require(isinstance(spec.get("profile"), str) and spec["profile"] in raw["profiles"], path, f"{where}.profile '{spec.get('profile')}' is not a defined profile")
-        _require(_is_str_list(spec.get("collections")) and spec["collections"], path, f"{where}.collections must be a non-empty list")
-        _require(isinstance(spec.get("max_chunks"), int) and spec["max_chunks"] > 0, path, f"{where}.max_chunks must be a positive integer")
-
-    dec = raw["decomposition"]
-    for key in ("min_length", "threshold", "max_subqueries"):
-        _require(isinstance(dec.get(key), (int, float)), path, f"decomposition.{key} must be a number")
-    _require(2 <= int(dec["max_subqueries"]) <= 4, path, "decomposition.max_subqueries must be between 2 and 4")
-    _require(isinstance(dec.get("min_clause_words", 4), int) and dec.get("min_clause_words", 4) >= 1, path,
-             "decomposition.min_clause_words must be a positive integer")
-    _require(isinstance(dec.get("weights"), dict), path, "decomposition.weights must be a mapping")
-    lex = dec.get("lexicons")
-    _require(isinstance(lex, dict) and lex, path, "decomposition.lexicons must map languages to word lists")
-    for lang, words in lex.items():
-        _require(isinstance(words, dict), path, f"decomposition.lexicons.{lang} must map list names to word lists")
-        for key in ("connectives", "complexity", "perspectives", "all_perspectives"):
-            _require(_is_str_list(words.get(key, [])), path, f"decomposition.lexicons.{lang}.{key} must be a list of strings")
-
-    thresholds = raw["judge"].get("thresholds")
-    _require(isinstance(thresholds, dict) and {"ok", "block"} <= set(thresholds), path, "judge.thresholds needs 'ok' and 'block'")
-    _require(all(_is_number(thresholds[k]) for k in ("ok", "block")), path, "judge.thresholds.ok and .block must be numbers")
-    _require(0 <= thresholds["block"] <= thresholds["ok"] <= 1, path, "judge.thresholds must satisfy 0 <= block <= ok <= 1")
-
-    langs = raw["languages"]
-    _require(isinstance(langs.get("markers"), dict) and langs["markers"], path, "languages.markers must map languages to word lists")
-    for lang, words in langs["markers"].items():
-        _require(_is_str_list(words), path, f"languages.markers.{lang} must be a list of words")
-    analyzers = langs.get("analyzers")
-    _require(isinstance(analyzers, dict) and analyzers, path, "languages.analyzers must map languages to stemmer names")
-    for lang, stemmer in analyzers.items():
-        _require(stemmer in SNOWBALL_LANGUAGES, path,
-                 f"languages.analyzers.{lang}: unknown stemmer {stemmer!r} (one of {', '.join(sorted(SNOWBALL_LANGUAGES))})")
-    for lang, names in (langs.get("months") or {}).items():
-        _require(_is_str_list(names) and len(names) == 12, path, f"languages.months.{lang} must list the 12 month names")
-    for key in ("retrieval", "memory"):
-        _require(isinstance(raw.get(key, {}) or {}, dict), path, f"section '{key}' must be a mapping")
-    relations = (raw.get("retrieval") or {}).get("date_relations") or {}
-    _require(isinstance(relations, dict) and set(relations) <= {"before", "after"}
-             and all(_is_str_list(v) for v in relations.values()), path,
-             "retrieval.date_relations must map 'before' / 'after' to lists of phrases")
-    _require(_is_str_list(raw.get("retrieval", {}).get("performance_keywords", []) if isinstance(raw.get("retrieval"), dict) else []),
-             path, "retrieval.performance_keywords must be a list of strings")
-    for key in ("empty_closers", "action_words"):
-        _require(_is_str_list(raw["judge"].get(key, [])), path, f"judge.{key} must be a list of strings")
-    for key in ("invented_value_groundedness", "invented_citation_groundedness", "unsupported_claim_groundedness"):
-        value = raw["judge"].get(key, 0.2)
-        _require(_is_number(value) and 0 <= value <= 1, path, f"judge.{key} must be a number between 0 and 1")
-    grounding = raw["judge"].get("groundedness") or {}
-    _require(isinstance(grounding, dict), path, "judge.groundedness must be a mapping")
-    for key in ("claim_support_floor", "negation_min_overlap"):
-        _require(_is_number(grounding.get(key, 0.5)) and 0 <= grounding.get(key, 0.5) <= 1, path,
-                 f"judge.groundedness.{key} must be a number between 0 and 1")
-    for key in ("semantic_band", "semantic_scale"):
-        pair = grounding.get(key, [0, 1])
-        _require(isinstance(pair, list) and len(pair) == 2 and all(_is_number(v) for v in pair) and pair[0] < pair[1],
-                 path, f"judge.groundedness.{key} must be two increasing numbers [low, high]")
-    candidates = raw["rerank"].get("provider_candidates", 25) if isinstance(raw.get("rerank"), dict) else 25
-    _require(_is_int(candidates) and 1 <= candidates <= 1000, path,
-             "rerank.provider_candidates must be an integer between 1 and 1000")
-    max_tokens = raw["compose"].get("llm_max_tokens", 600)
-    _require(_is_int(max_tokens) and 16 <= max_tokens <= 32_000, path,
-             "compose.llm_max_tokens must be an integer between 16 and 32000")
-    floor = raw["compose"].get("draft_value_context_floor", 0.3)
-    _require(_is_number(floor) and 0 <= floor <= 1, path, "compose.draft_value_context_floor must be a number between 0 and 1")
-    turns = (raw.get("memory") or {}).get("history_turns", 5)
-    _require(_is_int(turns) and 0 <= turns <= 100, path,
-             "memory.history_turns must be an integer between 0 and 100")
-    for lang, ws in (langs.get("negations") or {}).items():
-        _require(_is_str_list(ws), path, f"languages.negations.{lang} must be a list of words")
-    for lang, ws in (langs.get("number_words") or {}).items():
-        _require(isinstance(ws, dict) and all(isinstance(k, str) and _is_number(v) for k, v in ws.items()), path,
-                 f"languages.number_words.{lang} must map words to numbers")
-    documents = raw.get("documents") or {}
-    _require(isinstance(documents, dict), path, "documents must be a mapping")
-    patterns = documents.get("instruction_patterns") or []
-    _require(_is_str_list(patterns), path, "documents.instruction_patterns must be a list of regular expressions")
-    for i, pattern in enumerate(patterns):
+        if spec.profile not in policy.profiles:
+            raise fail(f"{where}.profile", f"'{spec.profile}' is not a defined profile")
+    t = policy.judge.thresholds
+    if not 0 <= t.block <= t.ok <= 1:
+        raise fail("judge.thresholds", "must satisfy 0 <= block <= ok <= 1")
+    for lang, stemmer in policy.languages.analyzers.items():
+        if stemmer not in SNOWBALL_LANGUAGES:
+            raise fail(f"languages.analyzers.{lang}:",
+                       f"unknown stemmer {stemmer!r} (one of {', '.join(sorted(SNOWBALL_LANGUAGES))})")
+    for lang, months in policy.languages.months.items():
+        if len(months) != 12:
+            raise fail(f"languages.months.{lang}", "must list the 12 month names")
+    for i, pattern in enumerate(policy.documents.instruction_patterns):
         try:
             re.compile(pattern)
         except re.error as exc:
-            raise _fail(path, f"documents.instruction_patterns[{i}] is not a valid regular expression ({exc})") from None
-    return Policy(path=path, raw=raw)
+            raise fail(f"documents.instruction_patterns[{i}]", f"is not a valid regular expression ({exc})") from None
+
+
+def validate_policy(raw: Any, path: str, digest: str = "") -> Policy:
+    """Check every field the graph relies on and build the typed policy; `PolicyError` names the
+    first bad field. `digest` is the file's sha256 (empty for a policy built in memory)."""
+    reader = _Reader(path)
+    if not isinstance(raw, dict):
+        raise PolicyError(f"policy {path}: top level must be a mapping")
+    unknown = sorted(set(map(str, raw)) - set(SECTIONS) - {"version"})
+    if unknown:
+        raise reader.fail(f"section '{unknown[0]}'", f"is not a policy section (known: {', '.join(sorted(SECTIONS))})")
+    sections: dict[str, Any] = {}
+    for name, (hint, required) in SECTIONS.items():
+        if raw.get(name) is None:
+            if required:
+                raise reader.fail(f"section '{name}'", "is missing")
+            sections[name] = hint()
+            continue
+        sections[name] = reader.value(hint, raw[name], name)
+    policy = Policy(path=path, raw=raw, digest=digest or _sha256(repr(raw).encode()), version=raw.get("version"),
+                    **sections)
+    _check_cross_fields(policy, reader.fail)
+    return policy
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 _cache: dict[str, tuple[tuple[int, int], Policy]] = {}
+# Every version loaded lately, by digest: a run asks for the version it started with
+# (graph/runtime/run_policy.py) however often the file changes while it runs.
+_versions: OrderedDict[str, Policy] = OrderedDict()
+KEPT_VERSIONS = 64
 _checked_at: dict[str, float] = {}
 _cache_lock = threading.Lock()
-# Every node asks for the policy; the file is looked at (stat) at most this often per path.
+# The file is looked at (stat) at most this often per path.
 RECHECK_SECONDS = 1.0
 
 
@@ -258,12 +512,13 @@ def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
         hit = _cache.get(resolved)
         if hit and now - _checked_at.get(resolved, 0.0) < RECHECK_SECONDS:
             return hit[1]
+    fail = lambda msg: PolicyError(f"policy {resolved}: {msg}")  # noqa: E731
     try:
         st = os.stat(resolved)
     except FileNotFoundError:
-        raise _fail(resolved, "file not found") from None
+        raise fail("file not found") from None
     except OSError as exc:
-        raise _fail(resolved, f"cannot be read ({exc.strerror})") from None
+        raise fail(f"cannot be read ({exc.strerror})") from None
     stamp = (st.st_mtime_ns, st.st_size)
     with _cache_lock:
         hit = _cache.get(resolved)
@@ -271,16 +526,27 @@ def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
             _checked_at[resolved] = now
             return hit[1]
     try:
-        with open(resolved, encoding="utf-8") as fh:
-            raw = yaml.safe_load(fh)
+        with open(resolved, "rb") as fh:
+            data = fh.read()
+        raw = yaml.safe_load(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise _fail(resolved, "is not UTF-8 text") from None
+        raise fail("is not UTF-8 text") from None
     except yaml.YAMLError as exc:
-        raise _fail(resolved, f"is not valid YAML ({str(exc).splitlines()[0]})") from None
+        raise fail(f"is not valid YAML ({str(exc).splitlines()[0]})") from None
     except OSError as exc:
-        raise _fail(resolved, f"cannot be read ({exc.strerror})") from None
-    policy = validate_policy(raw, resolved)
+        raise fail(f"cannot be read ({exc.strerror})") from None
+    policy = validate_policy(raw, resolved, _sha256(data))
     with _cache_lock:
         _cache[resolved] = (stamp, policy)
         _checked_at[resolved] = now
+        _versions[policy.digest] = policy
+        _versions.move_to_end(policy.digest)
+        while len(_versions) > KEPT_VERSIONS:
+            _versions.popitem(last=False)
     return policy
+
+
+def policy_version(digest: str) -> Policy | None:
+    """The policy loaded lately whose file had this sha256, if it is still kept."""
+    with _cache_lock:
+        return _versions.get(digest)

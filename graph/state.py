@@ -8,11 +8,14 @@ LangGraph Studio and returned over HTTP unchanged.
 
 from __future__ import annotations
 
+import copy
 import operator
 import re
+import typing
 import unicodedata
 from typing import Annotated, Any, Literal
 
+from langgraph.types import Overwrite
 from typing_extensions import NotRequired, TypedDict
 
 Coverage = Literal["high", "medium", "low", "none"]
@@ -199,6 +202,29 @@ class State(TypedDict, total=False):
 
     timings_ms: Annotated[dict[str, float], merge_dicts]
     errors: Annotated[list[str], operator.add]   # degradations recorded along the way
+
+
+# What the next question of a thread finds of the previous one (the checkpointer keeps the state).
+# Every State field is in exactly one of the three groups (tests/test_state.py fails otherwise), so a
+# field added to State cannot silently carry one question's results into the next.
+THREAD_CARRIED = ("history",)  # kept: the thread's earlier turns
+# Written anew at the start of every turn: by the caller, or by route_gate (memory_shield clears the
+# per-request inputs `intent` and `entity` when a turn ends).
+TURN_INPUTS = ("request_id", "question", "intent", "entity", "tenant", "language", "rag")
+# Reset to these values by route_gate before a new question starts (`fresh_turn`).
+TURN_RESULTS: dict[str, Any] = {
+    "decomposition": {}, "sub_queries": [], "scoped_queries": [], "hits": {}, "fused": [], "reranked": [],
+    "answer": "", "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {},
+    "blocked_answer": "", "memory": {}, "timings_ms": {}, "errors": [],
+}
+
+
+def fresh_turn() -> dict[str, Any]:
+    """The update that clears the previous question's results (`TURN_RESULTS`) from a thread's state.
+    Fields with a reducer (merged across parallel branches) are overwritten, not merged into."""
+    hints = typing.get_type_hints(State, include_extras=True)
+    return {name: Overwrite(copy.deepcopy(empty)) if typing.get_origin(hints[name]) is Annotated
+            else copy.deepcopy(empty) for name, empty in TURN_RESULTS.items()}
 
 
 class RetrieveTask(TypedDict):

@@ -30,11 +30,12 @@ from langgraph.runtime import Runtime
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.text import Analyzer, citations_in, get_analyzer, split_sentences
 from graph.context import Context
-from graph.policy import load_policy
+from graph.policy import ComposeSettings
 from graph.prompts import llm_prompt, phrase, phrases
 from graph.providers.chat import chat_model
 from graph.providers.resources import embeddings_for
 from graph.providers.specs import ProviderError, failure_reason
+from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import Chunk, State
@@ -42,9 +43,9 @@ from graph.state import Chunk, State
 _BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
 
 
-def coverage_level(chunks: list[Chunk], cfg: dict) -> str:
+def coverage_level(chunks: list[Chunk], cfg: ComposeSettings) -> str:
     """high: 3+ docs, mean ≥ 0.7; medium: 2+ docs, mean ≥ 0.5; low: 1+ relevant doc; none otherwise."""
-    floor = cfg.get("relevance_floor", 0.25)
+    floor = cfg.relevance_floor
     best_per_doc: dict[str, float] = {}
     for c in chunks:
         if c["rerankScore"] >= floor:
@@ -52,11 +53,10 @@ def coverage_level(chunks: list[Chunk], cfg: dict) -> str:
     if not best_per_doc:
         return "none"
     n, mean = len(best_per_doc), sum(best_per_doc.values()) / len(best_per_doc)
-    levels = cfg.get("coverage", {})
-    high, medium = levels.get("high", {}), levels.get("medium", {})
-    if n >= high.get("min_docs", 3) and mean >= high.get("min_mean_score", 0.7):
+    high, medium = cfg.coverage.high, cfg.coverage.medium
+    if n >= high.min_docs and mean >= high.min_mean_score:
         return "high"
-    if n >= medium.get("min_docs", 2) and mean >= medium.get("min_mean_score", 0.5):
+    if n >= medium.min_docs and mean >= medium.min_mean_score:
         return "medium"
     return "low"
 
@@ -273,7 +273,7 @@ def draft_failures(draft: str, chunks: list[Chunk], language: str, policy, ctx: 
     # Stricter than the judge, because a false alarm here only costs fluency: a value must sit in a
     # cited sentence about the same thing (measured on the labelled sets: 1 of 1,716 faithful answers flagged).
     misplaced = checker.values_out_of_context(draft, sources, language,
-                                              float(policy.section("compose").get("draft_value_context_floor", 0.3)))
+                                              policy.compose.draft_value_context_floor)
     if misplaced:
         i, value = misplaced[0]
         return f"chat model answer puts {value} (claim {i}) in a context its cited sentences do not give it"
@@ -282,6 +282,12 @@ def draft_failures(draft: str, chunks: list[Chunk], language: str, policy, ctx: 
 
 @timed("compose")
 def compose(state: State, runtime: Runtime[Context]) -> dict:
+    """Write the answer from the reranked chunks only, each claim cited `[doc_id]`.
+
+    Reads `question`, `language`, `rag` (enabled, disabled_reason, collections), `reranked`,
+    `sub_queries` (their terms count as the question's). Writes `answer`, `citations_used` (ids of
+    retrieved documents the answer cites), `coverage_level`, `suggestions` (three when coverage is
+    low or none) and `errors` (a chat model's draft refused, and why)."""
     ctx = run_context(runtime)
     rag = state.get("rag") or {}
     language = state.get("language") or rag.get("language") or "en"
@@ -289,20 +295,20 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     question = state.get("question", "")
 
     try:
-        policy = load_policy(ctx.policy_path)
+        policy = run_policy(rag, ctx)
     except Exception:
         policy = None
     if policy is None or not rag.get("enabled"):
         reason_code = rag.get("disabled_reason") or "policy_invalid"
         reason = phrases(language)["reasons"][reason_code].format(intent=rag.get("intent") or "")
-        allow = list(policy.routing.get("allow_intents", [])) if policy else []
+        allow = list(policy.routing.allow_intents) if policy else []
         return {"answer": phrase(language, "retrieval_disabled", reason=reason), "citations_used": [],
                 "coverage_level": "none", "suggestions": build_suggestions(language, rag, [], [], allow)}
 
-    cfg = policy.section("compose")
+    cfg = policy.compose
     analyzer = get_analyzer(policy)
     coverage = coverage_level(chunks, cfg)
-    relevant = [c for c in chunks if c["rerankScore"] >= cfg.get("relevance_floor", 0.25)]
+    relevant = [c for c in chunks if c["rerankScore"] >= cfg.relevance_floor]
     relevant, conflict_notes = resolve_conflicts(relevant, language, question)
     missing = missing_terms(question, language, chunks, analyzer)
 
@@ -317,7 +323,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
             errors.append(f"compose: {exc}; extractive answer")
         if llm is not None and relevant:
             written, problem = llm_answer(llm, question, language, coverage, relevant,
-                                          int(cfg.get("llm_max_tokens", 600)),
+                                          cfg.llm_max_tokens,
                                           ctx.provider_timeout_s * (ctx.provider_retries + 1))
             if written:
                 problem = draft_failures(written, chunks, language, policy, ctx, errors)
@@ -328,8 +334,8 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
             lines.append(written)
         else:
             q_terms = analyzer.terms(" ".join([question, *(state.get("sub_queries") or [])]), language)
-            picked = select_sentences(q_terms, language, relevant, analyzer, int(cfg.get("max_sentences", 6)),
-                                      int(cfg.get("max_answer_chars", 1600)))
+            picked = select_sentences(q_terms, language, relevant, analyzer, cfg.max_sentences,
+                                      cfg.max_answer_chars)
             claims = [_cite(sentence, chunk["docId"]) for chunk, _, sentence in picked]
             if claims:
                 lines.append(phrase(language, "intro"))
@@ -348,7 +354,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     answer = "\n".join(lines).strip()
     retrieved_ids = {c["docId"] for c in chunks}
     citations = [cid for cid in citations_in(answer) if cid in retrieved_ids]
-    suggestions = (build_suggestions(language, rag, chunks, missing, list(policy.routing.get("allow_intents", [])))
+    suggestions = (build_suggestions(language, rag, chunks, missing, list(policy.routing.allow_intents))
                    if coverage in ("low", "none") else [])
     return {"answer": answer, "citations_used": citations, "coverage_level": coverage, "suggestions": suggestions,
             **({"errors": errors} if errors else {})}

@@ -21,11 +21,12 @@ from graph.algorithms.decomposition import assess, normalized_question, split_qu
 from graph.algorithms.scoping import mentioned_values
 from graph.algorithms.text import json_reply
 from graph.context import Context
-from graph.policy import Policy, load_policy
+from graph.policy import Policy
 from graph.prompts import llm_prompt
 from graph.providers.chat import chat_model
 from graph.providers.resources import bounded_index
 from graph.providers.specs import failure_reason
+from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import State
@@ -45,7 +46,7 @@ def llm_sub_queries(llm: Any, spec: str, question: str, language: str, policy: P
     if key in _llm_cache:
         _llm_cache.move_to_end(key)
         return list(_llm_cache[key])
-    max_n = int(policy.section("decomposition")["max_subqueries"])
+    max_n = policy.decomposition.max_subqueries
     prompt = llm_prompt("decompose")
     reply = llm.invoke([SystemMessage(Template(prompt["system"]).safe_substitute(max_n=max_n, language=language)),
                         HumanMessage(Template(prompt["user"]).safe_substitute(question=question))],
@@ -59,14 +60,18 @@ def llm_sub_queries(llm: Any, spec: str, question: str, language: str, policy: P
 
 @timed("decompose")
 def decompose(state: State, runtime: Runtime[Context]) -> dict:
-    """Runs for the questions route_gate found complex: split them, or fall back to the original."""
+    """Split a question route_gate found complex into 2–4 sub-queries, or keep the original.
+
+    Reads `question`, `language`, `decomposition` (route_gate's assessment) and `rag` (collections
+    and tenant scope, for the values the question names). Writes `sub_queries`, `decomposition`
+    (decomposed, method, and why it fell back) and `errors` (a chat model or engine that failed)."""
     ctx = run_context(runtime)
     question = state["question"]
     language = state.get("language", "en")
     info = dict(state.get("decomposition") or {})
     errors: list[str] = []
     try:
-        policy = load_policy(ctx.policy_path)
+        policy = run_policy(state.get("rag"), ctx)
         if "complex" not in info:  # called on its own, without route_gate's assessment
             info.update(assess(question, policy))
         sub_queries = [question]

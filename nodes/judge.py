@@ -15,11 +15,11 @@ from langgraph.runtime import Runtime
 
 from graph.algorithms.judging import combine_with_llm, deterministic_verdict, parse_llm_verdict
 from graph.context import Context
-from graph.policy import load_policy
 from graph.prompts import llm_prompt
 from graph.providers.chat import chat_model
 from graph.providers.resources import embeddings_for
 from graph.providers.specs import ProviderError, failure_reason
+from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import State, Verdict
@@ -55,9 +55,14 @@ def llm_verdict(llm: Any, state: State) -> tuple[Verdict | None, list[str]]:
 
 @timed("judge")
 def judge(state: State, runtime: Runtime[Context]) -> dict:
+    """Score the answer 0–1 on quality, utility and groundedness and decide OK / WARNING / BLOCK.
+
+    Reads `answer`, `reranked` (the text each citation must be supported by), `coverage_level`,
+    `language`, `question`, `citations_used` and `rag` (the run's policy). Writes `verdict` (scores,
+    reasoning, final_decision, per-claim checks, method) and `errors`."""
     ctx = run_context(runtime)
     try:
-        policy = load_policy(ctx.policy_path)
+        policy = run_policy(state.get("rag"), ctx)
     except Exception as exc:
         # Without a policy there are no thresholds to pass: nothing is vouched for.
         return {"verdict": Verdict(scores={"quality": 0.0, "utility": 0.0, "groundedness": 0.0},
@@ -89,5 +94,5 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
         llm_result, notes = llm_verdict(llm, state)
         errors += notes
         if llm_result is not None:
-            verdict = combine_with_llm(verdict, llm_result, policy.section("judge")["thresholds"])
+            verdict = combine_with_llm(verdict, llm_result, policy.judge.thresholds)
     return {"verdict": verdict, **({"errors": errors} if errors else {})}

@@ -18,12 +18,11 @@ from langgraph.runtime import Runtime
 
 from graph.context import Context
 from graph.governance.audit import REQUESTS, emit, namespace, request_record, utc_now
-from graph.policy import load_policy
+from graph.policy import MemorySettings
+from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import MemoryOutcome, State, Turn
-
-DEFAULT_HISTORY_TURNS = 5
 
 
 def memory_namespace(tenant: str, policy_namespace: str = "memory") -> tuple[str, ...]:
@@ -67,14 +66,20 @@ def remember(state: State, store, tenant: str | None, ns_name: str) -> tuple[Mem
 
 @timed("memory_shield")
 def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
+    """Remember vetted answers (OK; WARNING with a tag; never BLOCK), record the request, close the turn.
+
+    Reads the whole state: `verdict`, `answer`, `request_id`, `question`, `history`, `rag`, ... for
+    the memory entry and the request record. Writes `memory` (saved or not, and why), `history` (the
+    finished turn appended, capped by the policy), `intent` and `entity` (cleared for the thread's
+    next question) and `errors`. Also writes the request record to the store and the request log."""
     ctx = run_context(runtime)
     try:
-        memory_cfg = load_policy(ctx.policy_path).section("memory")
-    except Exception:
-        memory_cfg = {}
+        memory_cfg = run_policy(state.get("rag"), ctx).memory
+    except Exception:  # no policy for this run: the defaults (answers are still vetted by the verdict)
+        memory_cfg = MemorySettings()
     store = getattr(runtime, "store", None)
     tenant = ctx.tenant if ctx.tenant and str(ctx.tenant).strip() else None
-    memory, errors = remember(state, store, tenant, memory_cfg.get("namespace", "memory"))
+    memory, errors = remember(state, store, tenant, memory_cfg.namespace)
 
     record = request_record({**state, "errors": (state.get("errors") or []) + errors}, dict(memory))
     if store is not None and tenant:
@@ -85,7 +90,7 @@ def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
             record["errors"] = record["errors"] + errors[-1:]
     emit(record)
 
-    turns = int(memory_cfg.get("history_turns", DEFAULT_HISTORY_TURNS))
+    turns = memory_cfg.history_turns
     turn = Turn(request_id=state["request_id"], question=state.get("question", ""), answer=state.get("answer", ""),
                 intent=(state.get("rag") or {}).get("intent"),
                 final_decision=(state.get("verdict") or {}).get("final_decision", "BLOCK"))

@@ -24,11 +24,12 @@ from langgraph.runtime import Runtime
 from graph.algorithms.fusion import fused_ids
 from graph.algorithms.text import get_analyzer, instruction_matcher, strip_instructions
 from graph.context import Context
-from graph.policy import load_policy
+from graph.policy import RerankSettings
 from graph.providers.rerankers import reranker
 from graph.providers.resources import bounded_index
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import VectorIndex, payload_passes_gates
+from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import Chunk, State
@@ -46,13 +47,10 @@ def lexical_coverage(weights: dict[int, float], terms: set[int]) -> float:
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
-def base_scores(question_terms: set[int], chunks: list[Chunk], policy_rerank: dict) -> list[Chunk]:
+def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettings) -> list[Chunk]:
     """Relevance before boosts, best first."""
-    weights = policy_rerank.get("weights", {})
-    w_dense, w_lex, w_fused = weights.get("dense", 0.45), weights.get("lexical", 0.45), weights.get("fused", 0.1)
-    w_bm25 = weights.get("bm25", 0.0)
-    calib = policy_rerank.get("dense_calibration", {})
-    floor, span = calib.get("floor", 0.1), max(1e-9, calib.get("ceiling", 0.6) - calib.get("floor", 0.1))
+    w_dense, w_lex, w_fused, w_bm25 = cfg.weights.dense, cfg.weights.lexical, cfg.weights.fused, cfg.weights.bm25
+    floor, span = cfg.dense_calibration.floor, max(1e-9, cfg.dense_calibration.ceiling - cfg.dense_calibration.floor)
     # Which question terms each chunk holds was answered by the engine's lexical index.
     c_terms = [set(c.get("matchedTerms") or ()) for c in chunks]
     idf = term_weights(question_terms, c_terms)
@@ -207,16 +205,22 @@ def quarantine_instructions(chunks: list[Chunk], matcher) -> tuple[list[Chunk], 
 
 @timed("rerank")
 def rerank(state: State, runtime: Runtime[Context]) -> dict:
+    """Score each fused chunk against the original question, boost, diversify, fetch texts and cut.
+
+    Reads `fused`, `hits` (each aspect's own order, for a split question), `question` and `rag`
+    (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the chunks compose
+    sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (a
+    provider reranker that failed, payloads refused, text addressed to a model removed)."""
     ctx = run_context(runtime)
     rag = state["rag"]
     fused = state.get("fused") or []
     if not fused:
         return {"reranked": []}
-    policy = load_policy(ctx.policy_path)
-    cfg = policy.section("rerank")
+    policy = run_policy(rag, ctx)
+    cfg = policy.rerank
     question_terms = set(get_analyzer(policy).terms(state["question"], rag.get("language", "en")))
     profile = rag["profile"]
-    max_chunks = int(rag.get("max_chunks") or cfg.get("top_n", 5))
+    max_chunks = int(rag.get("max_chunks") or cfg.top_n)
     scored = base_scores(question_terms, fused, cfg)
     if not ctx.rerank:
         # Switched off: the fused order stands, scored relative to the best fused chunk.
@@ -228,11 +232,9 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     errors: list[str] = []
     if ctx.rerank:
         ranked, errors = provider_rerank(ctx, state["question"], ranked, boosts,
-                                         int(cfg.get("provider_candidates", 25)))
-        diversity = cfg.get("diversity") or {}
-        aspects = aspect_relevance(state.get("hits") or {}, state["question"], ranked,
-                                   float(diversity.get("rank_decay", 2.0)))
-        ranked = diversify(ranked, aspects, float(diversity.get("weight", 0.0)), 2 * max_chunks)
+                                         cfg.provider_candidates)
+        aspects = aspect_relevance(state.get("hits") or {}, state["question"], ranked, cfg.diversity.rank_decay)
+        ranked = diversify(ranked, aspects, cfg.diversity.weight, 2 * max_chunks)
     # Texts are read only for the chunks that made the cut once boosted: twice the budget, so the
     # character limit still has chunks to choose from.
     try:
@@ -242,7 +244,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         errors.append(f"rerank: the vector engine did not return the chunks' texts ({failure_reason(exc)}); "
                       "no chunk kept")
         ranked = []
-    ranked, quarantined = quarantine_instructions(ranked, instruction_matcher(policy.instruction_patterns))
+    ranked, quarantined = quarantine_instructions(ranked, instruction_matcher(policy.documents.instruction_patterns))
     if quarantined:
         errors = errors + [f"rerank: text addressed to a model removed from {', '.join(quarantined)} (prompt injection)"]
     update = {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}

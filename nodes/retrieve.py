@@ -27,10 +27,10 @@ from langgraph.types import Send
 from graph.algorithms.scoping import mentioned_filters, scope_to_mentions
 from graph.algorithms.text import get_analyzer
 from graph.context import Context
-from graph.policy import load_policy
 from graph.providers.resources import bounded_index, get_resources
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import SearchHit, TenantRequiredError
+from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import Chunk, RetrieveTask, SearchResult, State
@@ -174,6 +174,12 @@ def _search(ctx: Context, index, rag: dict, *, sub_query_vector, sparse, filters
 
 @timed(_task_key)
 def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
+    """One branch: the dense and the lexical list for one sub-query, gated inside the engine.
+
+    Reads the `Send` payload `task` (question, sub_query, index, kind, rag), not the state. Writes
+    `hits` (this branch's lists, keyed `retrieve[i]`, plus one per scoped search the first branch
+    runs), `scoped_queries` (first branch only) and `errors` (degradations: lexical-only search,
+    unscoped search, malformed hits)."""
     ctx = run_context(runtime)
     rag = task["rag"]
     key = _task_key(task)
@@ -182,13 +188,13 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     update: dict = {}
     problems: list[str] = []
     try:
-        policy = load_policy(ctx.policy_path)
+        policy = run_policy(rag, ctx)
         res = get_resources(ctx)
         index = bounded_index(ctx, res.index)
         analyzer = get_analyzer(policy)
         filters = dict(rag.get("filters") or {})
         if task["kind"] == "performance":
-            filters = {"docType": policy.section("retrieval").get("performance_doc_type", "performance")}
+            filters = {"docType": policy.retrieval.performance_doc_type}
         if task["kind"] == "sub_query" and task["sub_query"] != task["question"] and ctx.decompose:
             # A part of a split question that names a source ("... reported by TechCrunch") is
             # searched within it: that is where its evidence is.

@@ -13,7 +13,6 @@ from __future__ import annotations
 import uuid
 
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite
 
 from graph.algorithms.decomposition import assess
 from graph.algorithms.text import count_phrases, detect_language, has_any_phrase
@@ -21,26 +20,25 @@ from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
-from graph.state import RouteRecord, State, check_question
+from graph.state import RouteRecord, State, check_question, fresh_turn
 
 
 def infer_intent(question: str, policy: Policy) -> tuple[str | None, str]:
     """The intent rule with the most keyword hits (first listed wins a tie), else the fallback."""
     best, best_hits = None, 0
-    for rule in policy.routing.get("intent_rules", []) or []:
-        hits = sum(count_phrases(question, rule["keywords"]).values())
+    for rule in policy.routing.intent_rules:
+        hits = sum(count_phrases(question, rule.keywords).values())
         if hits > best_hits:
-            best, best_hits = rule["intent"], hits
+            best, best_hits = rule.intent, hits
     if best:
         return best, "rule"
-    return policy.routing.get("fallback_intent"), "fallback"
+    return policy.routing.fallback_intent, "fallback"
 
 
 def question_language(question: str, policy: Policy | None) -> str:
     if policy is None:
         return "en"
-    langs = policy.raw["languages"]
-    return detect_language(question, langs["markers"], langs.get("default", "en"))
+    return detect_language(question, policy.languages.markers, policy.languages.default)
 
 
 def policy_snapshot(policy: Policy, entity_spec: dict, intent: str | None) -> dict:
@@ -48,25 +46,25 @@ def policy_snapshot(policy: Policy, entity_spec: dict, intent: str | None) -> di
     routing = policy.routing
     return {
         "path": policy.path,
-        "version": policy.raw.get("version"),
-        "allow_intents": list(routing.get("allow_intents", [])),
-        "deny_intents": list(routing.get("deny_intents", [])),
-        "fallback_intent": routing.get("fallback_intent"),
-        "intent_filter": (routing.get("intent_filters") or {}).get(intent),
+        "version": policy.version,
+        "digest": policy.digest,
+        "allow_intents": list(routing.allow_intents),
+        "deny_intents": list(routing.deny_intents),
+        "fallback_intent": routing.fallback_intent,
+        "intent_filter": dict(routing.intent_filters[intent]) if intent in routing.intent_filters else None,
         "route": entity_spec,
     }
 
 
-def fresh_turn() -> dict:
-    """Everything a previous question of the same thread left in the checkpointed state is cleared
-    before this one starts; the reducer fields are overwritten, not merged into."""
-    return {"decomposition": {}, "sub_queries": [], "scoped_queries": [], "fused": [], "reranked": [], "answer": "",
-            "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {}, "blocked_answer": "",
-            "memory": {}, "hits": Overwrite({}), "errors": Overwrite([]), "timings_ms": Overwrite({})}
-
-
 @timed("route_gate")
 def route_gate(state: State, runtime: Runtime[Context]) -> dict:
+    """Decide from the policy whether and how this question may use retrieval.
+
+    Reads `question`, `intent`, `entity`, `request_id` and `history` (a thread's earlier turns).
+    Writes `rag` (the route record: enabled, intent, entity, collections, profile, filters, policy
+    snapshot with its digest, error), `request_id` (a new one unless the caller's is unused),
+    `question` (checked), `tenant`, `language`, `history`, `decomposition` (the complexity
+    assessment) and clears the previous turn's results (graph/state.py `fresh_turn`)."""
     ctx = run_context(runtime)
     raw = state.get("question")
     question = check_question(raw) if raw is not None and (not isinstance(raw, str) or raw.strip()) else ""
@@ -107,13 +105,13 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
     record.update(
         entity=route.entity,
         collections=list(ctx.collections or route.collections),
-        profile={"name": profile.name, "k": ctx.k or profile.k,
+        profile={"name": route.profile_name, "k": ctx.k or profile.k,
                  "min_score": profile.min_score if ctx.min_score is None else ctx.min_score,
                  "max_context_chars": ctx.max_context_chars or profile.max_context_chars},
         max_chunks=ctx.top_n or route.max_chunks,
-        filters=dict((policy.routing.get("intent_filters") or {}).get(intent) or {}),
-        performance_injection=has_any_phrase(question, policy.section("retrieval").get("performance_keywords", [])),
-        policy=policy_snapshot(policy, {"entity": route.entity, "profile": profile.name,
+        filters=dict(policy.routing.intent_filters.get(intent) or {}),
+        performance_injection=has_any_phrase(question, policy.retrieval.performance_keywords),
+        policy=policy_snapshot(policy, {"entity": route.entity, "profile": route.profile_name,
                                         "collections": list(route.collections), "max_chunks": route.max_chunks}, intent),
     )
 
@@ -126,7 +124,7 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
         record["error"] = "retrieval disabled: no intent given, none inferred and no routing.fallback_intent"
         record["disabled_reason"] = "no_intent"
     else:
-        allowed, why = policy.intent_allowed(intent)
+        allowed, why = policy.routing.intent_allowed(intent)
         record["enabled"] = allowed
         if allowed:
             update["decomposition"] = assess(question, policy)
@@ -134,5 +132,5 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
                 update["decomposition"].update(complex=False, note="decomposition switched off (Context.decompose)")
         if not allowed:
             record["error"] = f"retrieval disabled: {why}"
-            record["disabled_reason"] = "intent_denied" if intent in policy.routing.get("deny_intents", []) else "intent_unlisted"
+            record["disabled_reason"] = "intent_denied" if intent in policy.routing.deny_intents else "intent_unlisted"
     return update

@@ -21,6 +21,11 @@ def unconfirmed_items(verdict: dict) -> list[str]:
 
 @timed("safe_response")
 def safe_response(state: State, runtime: Runtime[Context]) -> dict:
+    """Replace a blocked answer with a cautious one that names what could not be confirmed.
+
+    Reads `verdict` (the unsupported values, fields and citations), `reranked` and `language`.
+    Writes `answer` (the safe response), `citations_used` (none) and `blocked_answer` (the
+    composer's answer, kept for audit)."""
     language = state.get("language", "en")
     items = unconfirmed_items(state.get("verdict") or {})
     doc_ids = list(dict.fromkeys(c["docId"] for c in state.get("reranked") or []))

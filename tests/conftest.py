@@ -135,7 +135,7 @@ def runtime_for(ctx) -> SimpleNamespace:
 
 
 def default_policy_raw() -> dict:
-    from graph.policy import DEFAULT_POLICY_PATH
+    from graph.assets import DEFAULT_POLICY_PATH
 
     with open(DEFAULT_POLICY_PATH, encoding="utf-8") as fh:
         return yaml.safe_load(fh)

@@ -14,7 +14,7 @@ from graph.algorithms.judging import decide, deterministic_verdict
 from graph.algorithms.text import citations_in, detect_language, extract_values, value_pool, value_supported
 from graph.context import Context
 from graph.graph import compile_graph
-from graph.policy import load_policy
+from graph.policy import DecisionThresholds, load_policy
 from graph.prompts import phrases
 from nodes.compose import compose, coverage_level
 from nodes.memory_shield import memory_namespace
@@ -27,7 +27,7 @@ def policy():
 
 @pytest.fixture(scope="module")
 def cfg(policy):
-    return policy.section("compose")
+    return policy.compose
 
 
 def mk(doc: str, score: float, n: int = 0, content: str = "", **meta) -> dict:
@@ -39,35 +39,35 @@ def mk(doc: str, score: float, n: int = 0, content: str = "", **meta) -> dict:
 
 
 def test_coverage_high(cfg):
-    high = cfg["coverage"]["high"]
-    m = high["min_mean_score"]
-    chunks = [mk(f"d{i}", m + 0.05) for i in range(high["min_docs"])]
+    high = cfg.coverage.high
+    m = high.min_mean_score
+    chunks = [mk(f"d{i}", m + 0.05) for i in range(high.min_docs)]
     assert coverage_level(chunks, cfg) == "high"
 
 
 def test_coverage_high_needs_enough_docs(cfg):
-    high, medium = cfg["coverage"]["high"], cfg["coverage"]["medium"]
-    chunks = [mk(f"d{i}", 0.99) for i in range(high["min_docs"] - 1)]
-    assert len(chunks) >= medium["min_docs"]
+    high, medium = cfg.coverage.high, cfg.coverage.medium
+    chunks = [mk(f"d{i}", 0.99) for i in range(high.min_docs - 1)]
+    assert len(chunks) >= medium.min_docs
     assert coverage_level(chunks, cfg) == "medium"
 
 
 def test_coverage_high_needs_mean_score(cfg):
-    high = cfg["coverage"]["high"]
-    chunks = [mk(f"d{i}", high["min_mean_score"] - 0.02) for i in range(high["min_docs"] + 1)]
+    high = cfg.coverage.high
+    chunks = [mk(f"d{i}", high.min_mean_score - 0.02) for i in range(high.min_docs + 1)]
     assert coverage_level(chunks, cfg) == "medium"
 
 
 def test_coverage_medium(cfg):
-    medium = cfg["coverage"]["medium"]
-    chunks = [mk(f"d{i}", medium["min_mean_score"] + 0.01) for i in range(medium["min_docs"])]
+    medium = cfg.coverage.medium
+    chunks = [mk(f"d{i}", medium.min_mean_score + 0.01) for i in range(medium.min_docs)]
     assert coverage_level(chunks, cfg) == "medium"
 
 
 def test_coverage_low_when_mean_below_medium(cfg):
-    medium = cfg["coverage"]["medium"]
-    floor = cfg["relevance_floor"]
-    score = (floor + medium["min_mean_score"]) / 2
+    medium = cfg.coverage.medium
+    floor = cfg.relevance_floor
+    score = (floor + medium.min_mean_score) / 2
     chunks = [mk(f"d{i}", score) for i in range(5)]
     assert coverage_level(chunks, cfg) == "low"
 
@@ -82,14 +82,14 @@ def test_coverage_counts_documents_not_chunks(cfg):
 
 
 def test_coverage_none_below_relevance_floor(cfg):
-    floor = cfg["relevance_floor"]
+    floor = cfg.relevance_floor
     assert coverage_level([mk(f"d{i}", floor - 0.01) for i in range(4)], cfg) == "none"
     assert coverage_level([], cfg) == "none"
 
 
 def test_irrelevant_chunks_do_not_drag_the_mean_down(cfg):
-    high = cfg["coverage"]["high"]
-    chunks = [mk(f"d{i}", 0.9) for i in range(high["min_docs"])] + [mk("noise", cfg["relevance_floor"] - 0.01)]
+    high = cfg.coverage.high
+    chunks = [mk(f"d{i}", 0.9) for i in range(high.min_docs)] + [mk("noise", cfg.relevance_floor - 0.01)]
     assert coverage_level(chunks, cfg) == "high"
 
 
@@ -184,7 +184,7 @@ def test_invented_number_blocks(policy):
 def test_invented_citation_is_caught(policy):
     v = judged(policy, "Winter sales grew 7.9% in 2025 [doc-invented].")
     assert any(c["unknown_citations"] == ["doc-invented"] for c in v["checks"])
-    assert v["scores"]["groundedness"] <= policy.section("judge")["invented_citation_groundedness"]
+    assert v["scores"]["groundedness"] <= policy.judge.invented_citation_groundedness
     assert v["final_decision"] == "BLOCK"
 
 
@@ -197,7 +197,7 @@ def test_value_cited_to_the_wrong_document_is_unsupported(policy):
 def test_faithful_extractive_answer_is_not_blocked(policy):
     v = judged(policy, f"{phrases('en')['intro']}\n\n{SOURCE[:-1]} [doc-a].", coverage="medium")
     assert v["final_decision"] != "BLOCK"
-    assert v["scores"]["groundedness"] >= policy.section("judge")["thresholds"]["ok"]
+    assert v["scores"]["groundedness"] >= policy.judge.thresholds.ok
     assert all(c["supported"] for c in v["checks"])
 
 
@@ -208,7 +208,7 @@ def test_same_value_in_other_notation_is_supported(policy):
 
 
 def test_decide_thresholds():
-    t = {"ok": 0.8, "block": 0.5}
+    t = DecisionThresholds(ok=0.8, block=0.5)
     assert decide({"a": 0.9, "b": 0.8}, t) == "OK"
     assert decide({"a": 0.9, "b": 0.79}, t) == "WARNING"
     assert decide({"a": 0.9, "b": 0.49}, t) == "BLOCK"

@@ -125,12 +125,12 @@ def test_the_llm_judge_is_bounded_by_the_deterministic_checks(policy):
     det = verdict(policy, "Apple reported revenue of $91.5 billion [d1].")
     llm = {"scores": {"quality": 0.95, "utility": 0.9, "groundedness": 1.0},
            "reasoning": {"groundedness": "all claims supported"}}
-    combined = combine_with_llm(det, llm, policy.section("judge")["thresholds"])
+    combined = combine_with_llm(det, llm, policy.judge.thresholds)
     assert combined["scores"]["groundedness"] == det["scores"]["groundedness"] < 0.3
     assert combined["final_decision"] == "BLOCK" and "bounded by the deterministic checks" in combined["reasoning"]["groundedness"]
     # A stricter LLM is kept: the bound is a ceiling, not a floor.
     ok = verdict(policy, "Apple reported revenue of $89.5 billion [d1].")
-    strict = combine_with_llm(ok, {**llm, "scores": {**llm["scores"], "groundedness": 0.4}}, policy.section("judge")["thresholds"])
+    strict = combine_with_llm(ok, {**llm, "scores": {**llm["scores"], "groundedness": 0.4}}, policy.judge.thresholds)
     assert strict["scores"]["groundedness"] == 0.4 and strict["final_decision"] == "BLOCK"
 
 

@@ -51,6 +51,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graph.algorithms.text import get_analyzer
+from graph.assets import DEFAULT_POLICY_PATH
 from graph.context import Context
 from graph.entrypoints.api import Ragate
 from graph.governance.audit import FEEDBACK, REQUESTS, namespace
@@ -58,7 +59,7 @@ from graph.governance.feedback import UnknownRequestError, record_feedback
 from graph.governance.tenancy import TENANT_RE
 from graph.indexing.ingest import ingest_path
 from graph.output import to_output
-from graph.policy import DEFAULT_POLICY_PATH, load_policy
+from graph.policy import load_policy
 from graph.providers.persistence import label_text, open_checkpointer, open_store
 from graph.providers.resources import get_resources
 from graph.providers.vectorstore import APPROVED_STATUSES, TENANT_FIELD, open_index
@@ -77,8 +78,8 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None, print_blob=False
                 suppress_health_check=list(HealthCheck))
 
 POLICY = load_policy(DEFAULT_POLICY_PATH)
-INTENTS = sorted(set(POLICY.routing["allow_intents"]) | set(POLICY.routing["deny_intents"])
-                 | {r["intent"] for r in POLICY.routing["intent_rules"]})
+INTENTS = sorted(set(POLICY.routing.allow_intents) | set(POLICY.routing.deny_intents)
+                 | {r.intent for r in POLICY.routing.intent_rules})
 ENTITIES = sorted(set(POLICY.raw["rag"].get("entities") or {}) | {"default"})
 MEMORY_KINDS = ("memory", REQUESTS, FEEDBACK)
 COLLECTION = "documents"   # the policy's collection for every entity

@@ -68,7 +68,7 @@ def test_an_invented_value_stays_below_0_3_whatever_the_llm_says():
     s = state("Winter sales grew 31.5% in 2025 [d1].")
     det = deterministic_verdict(s, policy)
     v, _ = llm_verdict(FakeListChatModel(responses=[GOOD]), s)
-    combined = combine_with_llm(det, v, policy.section("judge")["thresholds"])
+    combined = combine_with_llm(det, v, policy.judge.thresholds)
     assert combined["scores"]["groundedness"] < 0.3 and combined["final_decision"] == "BLOCK"
     assert combined["method"] == "llm+deterministic"
 

@@ -36,7 +36,7 @@ def test_allowed_intent_enables_retrieval_with_route_details(ctx):
     assert rag["intent"] == "sales" and rag["intent_source"] == "caller"
     assert rag["collections"] == list(policy.raw["rag"]["default"]["collections"])
     assert rag["profile"]["k"] == policy.raw["profiles"][policy.raw["rag"]["default"]["profile"]]["k"]
-    assert rag["policy"]["allow_intents"] == policy.routing["allow_intents"]
+    assert rag["policy"]["allow_intents"] == list(policy.routing.allow_intents)
     assert "disabled_reason" not in rag
 
 
@@ -81,7 +81,7 @@ def test_unlisted_intent_via_graph_answers_that_retrieval_is_off(compiled, tmp_p
     assert "astrology" in state["answer"]
     assert state["coverage_level"] == "none"
     # the suggestions point at an allowed intent
-    allowed = load_policy(ctx.policy_path).routing["allow_intents"]
+    allowed = load_policy(ctx.policy_path).routing.allow_intents
     assert any(a in " ".join(state["suggestions"]) for a in allowed)
 
 
@@ -131,7 +131,7 @@ def test_intent_rule_with_most_hits_wins(ctx):
 
 def test_intent_rule_tie_goes_to_first_listed(ctx):
     policy = load_policy(ctx.policy_path)
-    order = [r["intent"] for r in policy.routing["intent_rules"]]
+    order = [r.intent for r in policy.routing.intent_rules]
     assert order.index("legal") < order.index("social")
     intent, _ = infer_intent("O processo no Instagram", policy)  # one hit each
     assert intent == "legal"
@@ -141,13 +141,13 @@ def test_keywords_match_on_word_boundaries_only(ctx):
     # "oi" (smalltalk) inside "Oito", "roas" inside "Roastery": no rule matches -> fallback
     policy = load_policy(ctx.policy_path)
     intent, source = infer_intent("Oito cafés da Roastery abriram", policy)
-    assert source == "fallback" and intent == policy.routing["fallback_intent"]
+    assert source == "fallback" and intent == policy.routing.fallback_intent
 
 
 def test_fallback_intent_when_no_rule_matches(ctx):
     rag = gate("Conte algo interessante sobre a empresa", ctx)
     assert rag["intent_source"] == "fallback"
-    assert rag["intent"] == load_policy(ctx.policy_path).routing["fallback_intent"]
+    assert rag["intent"] == load_policy(ctx.policy_path).routing.fallback_intent
     assert rag["enabled"] is True
 
 
@@ -158,7 +158,7 @@ def test_caller_intent_overrides_rules(ctx):
 
 def test_intent_filter_from_policy_is_attached(ctx):
     rag = gate("Quantos seguidores temos no Instagram?", ctx)
-    assert rag["filters"] == load_policy(ctx.policy_path).routing["intent_filters"]["social"]
+    assert rag["filters"] == load_policy(ctx.policy_path).routing.intent_filters["social"]
 
 
 # --- broken policies --------------------------------------------------------------------------
@@ -258,14 +258,14 @@ def test_policy_is_reloaded_when_the_file_changes(write_policy, monkeypatch):
     import graph.policy
 
     path = write_policy()
-    assert load_policy(path).routing["fallback_intent"] == "knowledge"
+    assert load_policy(path).routing.fallback_intent == "knowledge"
     text = path.read_text(encoding="utf-8").replace("fallback_intent: knowledge", "fallback_intent: news")
     path.write_text(text + "\n# changed\n", encoding="utf-8")
     # Within the re-check interval the file is not even looked at...
-    assert load_policy(path).routing["fallback_intent"] == "knowledge"
+    assert load_policy(path).routing.fallback_intent == "knowledge"
     # ...after it, the change is picked up.
     monkeypatch.setattr(graph.policy, "RECHECK_SECONDS", 0.0)
-    assert load_policy(path).routing["fallback_intent"] == "news"
+    assert load_policy(path).routing.fallback_intent == "news"
 
 
 # --- the tenant gate --------------------------------------------------------------------------

@@ -365,7 +365,7 @@ def test_an_obedient_composer_citing_a_foreign_or_gated_id_is_refused(llm_env, h
     for cited in (updates["compose"]["citations_used"], state["citations_used"]):
         assert named not in cited and set(cited) <= retrieved_ids(state)
     assert_documents_delimited_as_data(state, composer_request(llm_env),
-                                       policy.section("compose")["relevance_floor"])
+                                       policy.compose.relevance_floor)
     assert_no_forbidden_text_sent(llm_env)
 
 
@@ -498,7 +498,7 @@ def test_the_quarantine_is_recorded_in_errors(home, graph):
 ])
 def test_strip_instructions(policy, text, removed):
     from graph.algorithms.text import instruction_matcher, strip_instructions
-    stripped, count = strip_instructions(text, instruction_matcher(policy.instruction_patterns))
+    stripped, count = strip_instructions(text, instruction_matcher(policy.documents.instruction_patterns))
     assert count == removed, stripped
     assert (stripped == text) == (removed == 0)
     assert stripped.count("\n") == text.count("\n")  # headings and paragraphs stay in place
@@ -510,7 +510,7 @@ def test_no_sample_document_is_mistaken_for_an_injection(policy):
     from conftest import SAMPLES, load_jsonl
 
     from graph.algorithms.text import instruction_matcher, split_sentences
-    matcher = instruction_matcher(policy.instruction_patterns)
+    matcher = instruction_matcher(policy.documents.instruction_patterns)
     sentences = [s for path in SAMPLES.glob("*/*.jsonl") for doc in load_jsonl(path)
                  for s in split_sentences(str(doc.get("content", "")))]
     assert len(sentences) > 100 and [s for s in sentences if matcher.search(s)] == []
@@ -538,7 +538,8 @@ def test_without_patterns_nothing_is_removed(home, write_policy):
 ])
 def test_an_llm_verdict_is_never_more_permissive_than_the_checks(deterministic, llm_scores, expected):
     from graph.algorithms.judging import combine_with_llm
+    from graph.policy import DecisionThresholds
     det = {"scores": {"quality": 0.9, "utility": 0.9, "groundedness": 0.9}, "final_decision": deterministic,
            "reasoning": {}, "checks": []}
-    v = combine_with_llm(det, {"scores": llm_scores, "reasoning": {}}, {"ok": 0.8, "block": 0.5})
+    v = combine_with_llm(det, {"scores": llm_scores, "reasoning": {}}, DecisionThresholds(ok=0.8, block=0.5))
     assert v["final_decision"] == expected

@@ -26,8 +26,7 @@ def policy():
 
 
 def _dates(policy, text):
-    lang = policy.section("languages")
-    return [(m.day, m.relation) for m in find_dates(text, lang["months"], policy.section("retrieval")["date_relations"])]
+    return [(m.day, m.relation) for m in find_dates(text, policy.languages.months, policy.retrieval.date_relations)]
 
 
 # --- dates ------------------------------------------------------------------------------------
@@ -51,7 +50,7 @@ def test_impossible_dates_and_bare_months_are_not_dates(policy):
 
 
 def test_date_ranges_use_the_policy_window(policy):
-    window = policy.section("retrieval")["date_window_days"]
+    window = policy.retrieval.date_window_days
     (on,) = date_ranges("published on October 18, 2023", policy)
     assert on == {"gte": f"2023-10-{18 - window:02d}", "lte": f"2023-10-{18 + window:02d}"}
     assert date_ranges("before October 4, 2023", policy) == [{"lt": "2023-10-04"}]

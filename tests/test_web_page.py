@@ -30,7 +30,7 @@ if not CHROMIUM:
 
 expect = sync_api.expect
 ROOT = Path(__file__).resolve().parent.parent
-WEB = ROOT / "graph" / "web"
+WEB = ROOT / "graph" / "entrypoints" / "web"
 SCREENSHOT = ROOT / "docs" / "web-ui.png"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]

@@ -16,14 +16,6 @@ from graph.algorithms.text import count_phrases, detect_language, fold, words
 from graph.policy import Policy
 
 
-def _lexicon(policy: Policy, key: str) -> list[str]:
-    """Union of one word list over every language (questions mix languages: "vs", "ROAS")."""
-    out: list[str] = []
-    for lex in policy.raw["decomposition"]["lexicons"].values():
-        out.extend(w for w in lex.get(key, []) if w not in out)
-    return out
-
-
 def should_decompose(question: str, policy: Policy) -> tuple[bool, float]:
     """(decompose?, complexity score). See `complexity` for what the score counts."""
     decide, score, _ = complexity(question, policy)
@@ -31,39 +23,39 @@ def should_decompose(question: str, policy: Policy) -> tuple[bool, float]:
 
 
 def complexity(question: str, policy: Policy) -> tuple[bool, float, list[str]]:
-    cfg = policy.raw["decomposition"]
-    weights = cfg["weights"]
+    cfg = policy.decomposition
+    weights = cfg.weights
     reasons: list[str] = []
     score = 0.0
-    connectives = count_phrases(question, _lexicon(policy, "connectives"))
+    connectives = count_phrases(question, policy.decomposition.words("connectives"))
     if connectives:
         n = min(2, sum(connectives.values()))
-        score += n * weights.get("connective", 1.0)
+        score += n * weights.connective
         reasons.append(f"connectives: {', '.join(sorted(connectives))}")
-    perspectives = count_phrases(question, _lexicon(policy, "perspectives"))
-    all_perspectives = count_phrases(question, _lexicon(policy, "all_perspectives"))
+    perspectives = count_phrases(question, policy.decomposition.words("perspectives"))
+    all_perspectives = count_phrases(question, policy.decomposition.words("all_perspectives"))
     if all_perspectives or len(perspectives) >= 2:
-        score += weights.get("perspectives", 2.0)
+        score += weights.perspectives
         reasons.append(f"perspectives: {', '.join(sorted(all_perspectives or perspectives))}")
     if question.count("?") >= 2:
-        score += weights.get("questions", 2.0)
+        score += weights.questions
         reasons.append(f"{question.count('?')} question marks")
-    complexity_words = count_phrases(question, _lexicon(policy, "complexity"))
+    complexity_words = count_phrases(question, policy.decomposition.words("complexity"))
     if complexity_words:
-        score += min(2, sum(complexity_words.values())) * weights.get("complexity", 1.0)
+        score += min(2, sum(complexity_words.values())) * weights.complexity
         reasons.append(f"complexity words: {', '.join(sorted(complexity_words))}")
-    question_words = count_phrases(question, _lexicon(policy, "question_words"))
+    question_words = count_phrases(question, policy.decomposition.words("question_words"))
     if len(question_words) >= 2:
-        score += weights.get("question_words", 1.0)
+        score += weights.question_words
         reasons.append(f"question words: {', '.join(sorted(question_words))}")
-    long_enough = len(question) >= cfg["min_length"]
+    long_enough = len(question) >= cfg.min_length
     if not long_enough:
-        reasons.append(f"shorter than {cfg['min_length']} characters")
-    return long_enough and score >= cfg["threshold"], round(score, 3), reasons
+        reasons.append(f"shorter than {cfg.min_length} characters")
+    return long_enough and score >= cfg.threshold, round(score, 3), reasons
 
 
 def _connective_pattern(policy: Policy) -> re.Pattern[str]:
-    phrases = sorted(set(_lexicon(policy, "connectives")) | set(_lexicon(policy, "comparison_markers")), key=len, reverse=True)
+    phrases = sorted(set(policy.decomposition.words("connectives")) | set(policy.decomposition.words("comparison_markers")), key=len, reverse=True)
     alternation = "|".join(r"\s+".join(map(re.escape, p.split())) for p in phrases)
     # Split at connectives (and commas / semicolons) standing between words.
     return re.compile(rf"\s*[;,]\s*(?:(?:{alternation})\s+)?|\s+(?:{alternation})\s+", re.IGNORECASE | re.UNICODE)
@@ -92,32 +84,32 @@ def split_question(question: str, policy: Policy, language: str, keep_whole: lis
     clause between connectives (short enumerated items inherit the first clause's head; clauses
     too short to stand alone join their neighbour). `keep_whole` are phrases never cut (values the
     question names, such as a source)."""
-    cfg = policy.raw["decomposition"]
-    max_n = int(cfg["max_subqueries"])
+    cfg = policy.decomposition
+    max_n = cfg.max_subqueries
 
     if question.count("?") >= 2:
         parts = [p.strip() for p in re.findall(r"[^?]+\?", question)]
         return _clean(parts, question, max_n)
 
-    lexicons = cfg["lexicons"]
+    lexicons = cfg.lexicons
     lex = lexicons.get(language) or next(iter(lexicons.values()))
-    named = list(count_phrases(question, lex.get("perspectives", [])))
-    if count_phrases(question, lex.get("all_perspectives", [])):
-        named = list(lex.get("default_perspectives") or lex.get("perspectives", []))[:max_n]
+    named = list(count_phrases(question, lex.perspectives))
+    if count_phrases(question, lex.all_perspectives):
+        named = list(lex.default_perspectives or lex.perspectives)[:max_n]
     if len(named) >= 2:
         core = question.rstrip("?. ")
         return _clean([f"{core} ({p})" for p in named], question, max_n)
 
     body = _protect(question.rstrip("?. "), keep_whole or [])
     # A leading complexity verb ("Compare", "Analise") is a request, not content to search for.
-    head_words = _lexicon(policy, "complexity")
+    head_words = policy.decomposition.words("complexity")
     clauses = [c for c in _connective_pattern(policy).split(body) if c and c.strip()]
     if len(clauses) < 2:
         return [question]
     first = clauses[0].split()
     if first and fold(first[0]) in {fold(w) for w in head_words}:
         first = first[1:]
-    min_words = int(cfg.get("min_clause_words", 4))
+    min_words = cfg.min_clause_words
     subs = [first]
     for clause in clauses[1:]:
         tokens = clause.split()
@@ -176,7 +168,6 @@ def validate_sub_queries(raw: Any, question: str, language: str, max_n: int, pol
             wa, wb = set(a.split()), set(b.split())
             if a == b or len(wa & wb) / max(1, len(wa | wb)) > 0.8:
                 raise ValueError("two sub-queries overlap")
-    langs = policy.raw["languages"]
-    if detect_language(" ".join(subs), langs["markers"], language) != language:
+    if detect_language(" ".join(subs), policy.languages.markers, language) != language:
         raise ValueError(f"sub-queries not in the question's language ({language})")
     return subs

@@ -39,6 +39,8 @@ from graph.algorithms.text import (
     value_pool,
     value_supported,
 )
+from graph.policy import GroundednessThresholds as Thresholds
+from graph.policy import JudgeSettings, Languages
 
 # A list marker; a number is one only when a space follows ("152.67 yards" is a value, not item 152).
 _BULLET = re.compile(r"^\s*(?:[-*•]+\s*|#+\s*|\d{1,3}[.)]\s+)")
@@ -72,14 +74,13 @@ class Lexicons:
     markers: Mapping[str, Sequence[str]] = field(default_factory=dict)  # to tell a source sentence's language
 
     @classmethod
-    def from_policy(cls, raw: Mapping[str, Any], templates: Sequence[str] = ()) -> "Lexicons":
-        langs = raw.get("languages", {})
+    def from_policy(cls, langs: Languages, templates: Sequence[str] = ()) -> "Lexicons":
+        """The word lists of the policy's `languages` section; `templates` are the composer's own phrases."""
         return cls(
-            negations={lang: frozenset(fold(w) for w in ws) for lang, ws in (langs.get("negations") or {}).items()},
-            number_words={lang: {fold(w): float(v) for w, v in ws.items()}
-                          for lang, ws in (langs.get("number_words") or {}).items()},
-            months=langs.get("months") or {},
-            markers={lang: tuple(ws) for lang, ws in (langs.get("markers") or {}).items()},
+            negations={lang: frozenset(fold(w) for w in ws) for lang, ws in langs.negations.items()},
+            number_words={lang: {fold(w): float(v) for w, v in ws.items()} for lang, ws in langs.number_words.items()},
+            months=dict(langs.months),
+            markers={lang: tuple(ws) for lang, ws in langs.markers.items()},
             ignore_phrases=tuple(template_pattern(t) for t in templates),
         )
 
@@ -88,26 +89,6 @@ class Lexicons:
         "in the", so an English list applied to "definida no playbook" would negate "playbook"."""
         language = detect_language(text, self.markers, default) if self.markers else default
         return self.negations.get(language) or self.negations.get(default) or frozenset()
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """How much support a claim needs (policy `judge.groundedness`)."""
-
-    claim_support_floor: float = 0.5      # a claim below this is unsupported
-    semantic_band: tuple[float, float] = (0.2, 0.75)  # lexical support in this band asks the embedding model
-    semantic_scale: tuple[float, float] = (0.45, 0.85)  # cosine mapped linearly onto support 0..1
-    negation_min_overlap: float = 0.5     # how closely a source sentence must match before its polarity counts
-
-    @classmethod
-    def from_policy(cls, cfg: Mapping[str, Any]) -> "Thresholds":
-        g = cfg.get("groundedness") or {}
-        return cls(
-            claim_support_floor=float(g.get("claim_support_floor", cls.claim_support_floor)),
-            semantic_band=tuple(g.get("semantic_band", cls.semantic_band)),  # type: ignore[arg-type]
-            semantic_scale=tuple(g.get("semantic_scale", cls.semantic_scale)),  # type: ignore[arg-type]
-            negation_min_overlap=float(g.get("negation_min_overlap", cls.negation_min_overlap)),
-        )
 
 
 @functools.lru_cache(maxsize=256)
@@ -459,7 +440,7 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else 0.0
 
 
-def groundedness_score(checks: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> tuple[float, str]:
+def groundedness_score(checks: Sequence[Mapping[str, Any]], cfg: JudgeSettings) -> tuple[float, str]:
     """0–1 and its reason. Mean support of the cited claims (0.5–1.0) when every claim holds; capped
     below the block threshold by an invented value, name, date, citation or a flipped claim
     (`invented_value_groundedness`, `invented_citation_groundedness`), or by a claim the cited chunks
@@ -473,10 +454,10 @@ def groundedness_score(checks: Sequence[Mapping[str, Any]], cfg: Mapping[str, An
     unknown_ids = [i for c in failing for i in c["unknown_citations"]]
     invented = [v for c in failing for v in c["unsupported_values"] + c["unsupported_fields"] + c["unsupported_names"]]
     if unknown_ids:
-        score = min(score, cfg.get("invented_citation_groundedness", 0.2))
+        score = min(score, cfg.invented_citation_groundedness)
     if invented or any(c["negation_flip"] or not c["cited"] for c in failing):
-        score = min(score, cfg.get("invented_value_groundedness", 0.2))
-    score = min(score, cfg.get("unsupported_claim_groundedness", 0.25))
+        score = min(score, cfg.invented_value_groundedness)
+    score = min(score, cfg.unsupported_claim_groundedness)
     # Claims are named by position, not quoted: reasoning goes to logs, which never hold document text.
     first = next(i for i, c in enumerate(checks, 1) if not c["supported"])
     reason = f"{len(failing)} of {len(checks)} claim(s) unsupported; claim {first}: {checks[first - 1]['reasons'][0]}"

@@ -10,10 +10,10 @@ judge node, the composer's draft checks and `ragate eval groundedness` all judge
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from graph.algorithms.groundedness import GroundednessChecker, Lexicons, Source, Thresholds, groundedness_score
+from graph.algorithms.groundedness import GroundednessChecker, Lexicons, Source, groundedness_score
 from graph.algorithms.text import (
     citations_in,
     detect_language,
@@ -24,7 +24,7 @@ from graph.algorithms.text import (
     split_sentences,
     strip_citations,
 )
-from graph.policy import Policy
+from graph.policy import DecisionThresholds, JudgeSettings, Policy
 from graph.prompts import all_templates
 from graph.state import Chunk, State, Verdict
 
@@ -42,8 +42,8 @@ def checker_for(policy: Policy) -> GroundednessChecker:
     if entry is None or entry[0] is not policy:
         if len(_checkers) >= 8:
             _checkers.pop(next(iter(_checkers)))
-        entry = (policy, GroundednessChecker(get_analyzer(policy), Lexicons.from_policy(policy.raw, all_templates()),
-                                             Thresholds.from_policy(policy.section("judge"))))
+        entry = (policy, GroundednessChecker(get_analyzer(policy), Lexicons.from_policy(policy.languages, all_templates()),
+                                             policy.judge.groundedness))
         _checkers[id(policy)] = entry
     return entry[1]
 
@@ -55,7 +55,7 @@ def sources_of(chunks: Sequence[Chunk]) -> list[Source]:
 def judge_answer(answer: str, sources: Sequence[Source], *, language: str, coverage: str, policy: Policy,
                  embeddings: Any = None) -> Verdict:
     """The deterministic verdict on one answer: per-claim support, the three scores, the decision."""
-    cfg = policy.section("judge")
+    cfg = policy.judge
     checks = checker_for(policy).check(answer, sources, language, embeddings)
     groundedness, g_reason = groundedness_score(checks, cfg)
     quality, q_reason = quality_score(answer, coverage, language, policy)
@@ -64,7 +64,7 @@ def judge_answer(answer: str, sources: Sequence[Source], *, language: str, cover
     return Verdict(
         scores=scores,
         reasoning={"quality": q_reason, "utility": u_reason, "groundedness": g_reason},
-        final_decision=decide(scores, cfg["thresholds"]),
+        final_decision=decide(scores, cfg.thresholds),
         checks=checks,
         method="deterministic",
     )
@@ -80,7 +80,7 @@ def quality_score(answer: str, coverage: str, language: str, policy: Policy) -> 
     if len(body) < 30:
         quality -= 0.3
         notes.append("very short")
-    max_chars = policy.section("compose").get("max_answer_chars", 1600)
+    max_chars = policy.compose.max_answer_chars
     if len(answer) > 1.5 * max_chars:
         quality -= 0.2
         notes.append("too long")
@@ -88,14 +88,13 @@ def quality_score(answer: str, coverage: str, language: str, policy: Policy) -> 
     if len(sentences) != len(set(sentences)):
         quality -= 0.2
         notes.append("repeated sentences")
-    langs = policy.raw["languages"]
-    if body and detect_language(body, langs["markers"], language) != language:
+    if body and detect_language(body, policy.languages.markers, language) != language:
         quality -= 0.1
         notes.append("partly in another language than the question")
     return round(max(0.0, quality), 3), "; ".join(notes) or "structured, cited, in the question's language"
 
 
-def utility_score(answer: str, coverage: str, cfg: Mapping[str, Any]) -> tuple[float, str]:
+def utility_score(answer: str, coverage: str, cfg: JudgeSettings) -> tuple[float, str]:
     """How much the reader can act on: coverage, then concrete numbers, a trend or a recommended
     action and a readable structure raise it; an empty closing phrase lowers it."""
     body = strip_citations(answer)
@@ -104,13 +103,13 @@ def utility_score(answer: str, coverage: str, cfg: Mapping[str, Any]) -> tuple[f
     if extract_values(body):
         utility += 0.05
         notes.append("concrete numbers")
-    if has_any_phrase(body, cfg.get("action_words", [])):
+    if has_any_phrase(body, cfg.action_words):
         utility += 0.05
         notes.append("trend or recommended action")
     if len(_LIST_ITEM.findall(body)) >= 2 or body.count("\n\n") >= 1:
         utility += 0.03
         notes.append("structured in items or paragraphs")
-    if has_any_phrase(body, cfg.get("empty_closers", [])):
+    if has_any_phrase(body, cfg.empty_closers):
         utility -= 0.3
         notes.append("empty closing phrase")
     return round(min(1.0, max(0.0, utility)), 3), ", ".join(notes)
@@ -122,7 +121,7 @@ def deterministic_verdict(state: State, policy: Policy, embeddings: Any = None) 
                         policy=policy, embeddings=embeddings)
 
 
-def combine_with_llm(deterministic: Verdict, llm: Verdict, thresholds: Mapping[str, float]) -> Verdict:
+def combine_with_llm(deterministic: Verdict, llm: Verdict, thresholds: DecisionThresholds) -> Verdict:
     """An LLM judge's verdict, bounded by the deterministic checks: its groundedness can never exceed
     the deterministic one (an invented value stays below 0.3 whatever the LLM says), and its decision
     can be stricter than the deterministic one, never more permissive. The model reads the documents,
@@ -147,11 +146,11 @@ def combine_with_llm(deterministic: Verdict, llm: Verdict, thresholds: Mapping[s
 STRICTNESS = {"OK": 0, "WARNING": 1, "BLOCK": 2}
 
 
-def decide(scores: dict[str, float], thresholds: dict[str, float]) -> str:
+def decide(scores: dict[str, float], thresholds: DecisionThresholds) -> str:
     """OK when every score ≥ ok; BLOCK when any < block; WARNING otherwise."""
-    if any(v < thresholds["block"] for v in scores.values()):
+    if any(v < thresholds.block for v in scores.values()):
         return "BLOCK"
-    if all(v >= thresholds["ok"] for v in scores.values()):
+    if all(v >= thresholds.ok for v in scores.values()):
         return "OK"
     return "WARNING"
 

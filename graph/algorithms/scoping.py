@@ -54,7 +54,7 @@ def named_values(question: str, field: str, collections: list[str], tenant: str,
 def mentioned_values(question: str, policy: Policy, rag: dict, tenant: str, index) -> dict[str, list[str]]:
     """{field: values the question names} for the policy's `retrieval.mention_fields` (e.g. the
     sources a news question cites), longest first."""
-    fields = policy.section("retrieval").get("mention_fields") or []
+    fields = policy.retrieval.mention_fields
     found = {f: named_values(question, f, rag.get("collections") or [], tenant, index) for f in fields}
     return {f: v for f, v in found.items() if v}
 
@@ -62,10 +62,10 @@ def mentioned_values(question: str, policy: Policy, rag: dict, tenant: str, inde
 def date_ranges(text: str, policy: Policy) -> list[dict[str, str]]:
     """The document-date range each date `text` writes out stands for: that day ± the policy's
     window ("published on October 18, 2023"), or everything before / after it."""
-    cfg = policy.section("retrieval")
-    window = timedelta(days=int(cfg.get("date_window_days", 1)))
+    cfg = policy.retrieval
+    window = timedelta(days=cfg.date_window_days)
     ranges = []
-    for mention in find_dates(text, policy.section("languages").get("months") or {}, cfg.get("date_relations") or {}):
+    for mention in find_dates(text, policy.languages.months, cfg.date_relations):
         if mention.relation == "before":
             ranges.append({"lt": mention.day.isoformat()})
         elif mention.relation == "after":
@@ -94,4 +94,4 @@ def scope_to_mentions(question: str, policy: Policy, rag: dict, tenant: str, ind
     for r in date_ranges(question, policy):
         if (search := {"query": question, "filters": {**only, "date": r}}) not in scoped:  # a date named twice
             scoped.append(search)
-    return scoped[: int(policy.section("retrieval").get("max_mentions", 4))]
+    return scoped[: policy.retrieval.max_mentions]

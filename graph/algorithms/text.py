@@ -207,7 +207,7 @@ def analyzer_for(items: tuple[tuple[str, str], ...]) -> Analyzer:
 
 def get_analyzer(policy) -> Analyzer:
     """The lexical analyzer of a policy's `languages.analyzers` (one per distinct setting, shared)."""
-    return analyzer_for(tuple(sorted(policy.raw["languages"]["analyzers"].items())))
+    return analyzer_for(tuple(sorted(policy.languages.analyzers.items())))
 
 
 # --- values: numbers, amounts, percentages, dates, field names -----------------------------

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from graph import settings
 from graph.assets import LANGGRAPH_JSON, SAMPLES_DIR
 from graph.context import Context
 from graph.entrypoints.api import Ragate, open_memory_store
@@ -269,11 +270,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
     if importlib.util.find_spec("langgraph_cli") is None or importlib.util.find_spec("langgraph_api") is None:
-        print("ragate serve: the LangGraph server is not installed: pip install -e '.[serve]' (or make serve)", file=sys.stderr)
+        print("ragate serve: the LangGraph server is not installed: pip install 'ragate[serve]' (in a clone: make serve)",
+              file=sys.stderr)
         return 2
     if not LANGGRAPH_JSON.is_file():
-        print(f"ragate serve: {LANGGRAPH_JSON} not found: run it from a clone of ragate", file=sys.stderr)
+        print(f"ragate serve: {LANGGRAPH_JSON} not found: reinstall ragate (the wheel ships it as package data)",
+              file=sys.stderr)
         return 2
+    # The server's environment: a copy of ours, not a read of it (its variables are read through graph/settings.py,
+    # here by KeyRing(env)); the one use of os.environ tests/test_settings.py allows outside graph/settings.py.
     env = dict(os.environ)
     for name, var in SERVE_ENV.items():
         if getattr(args, name, None) is not None:
@@ -326,9 +331,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 def _eval_home(args: argparse.Namespace) -> str:
     """The eval collections' home: --home, else $RAGATE_HOME/eval, else .ragate/eval."""
-    import os
-
-    return args.home or str(Path(os.environ.get("RAGATE_HOME") or ".ragate") / "eval")
+    return args.home or str(settings.path("RAGATE_HOME") / "eval")
 
 
 def _run_eval(args: argparse.Namespace, prefix: str, run, markdown, write_outputs) -> int:

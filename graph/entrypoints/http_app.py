@@ -39,8 +39,9 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from graph import settings
 from graph.assets import WEB_DIR
-from graph.context import Context, env_number
+from graph.context import Context
 from graph.governance.audit import REQUESTS, namespace
 from graph.governance.feedback import FeedbackError, UnknownRequestError, parse_rating
 from graph.governance.tenancy import AccessError, Caller, KeyRing, caller_context, server_keyring
@@ -54,9 +55,7 @@ MAX_BODY_BYTES = 64 * 1024
 THREAD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 REQUEST_ID_RE = re.compile(REQUEST_ID_PATTERN)
 MAX_RUNS_SETTING = "RAGATE_MAX_CONCURRENT_RUNS"
-DEFAULT_MAX_CONCURRENT_RUNS = 4
 SLOT_SECONDS_SETTING = "RAGATE_RUN_SLOT_SECONDS"
-DEFAULT_RUN_SLOT_SECONDS = 1.0
 # Runs in the graph at once, waiting ones included: below anyio's default of 40 worker threads, which
 # every other route's blocking call shares.
 MAX_RUNS_IN_GRAPH = 32
@@ -65,9 +64,9 @@ FEEDBACK_FIELDS = {"request_id", "rating", "comment", "tenant"}
 
 
 def _max_concurrent_runs() -> int:
-    """RAGATE_MAX_CONCURRENT_RUNS: graph runs /api/chat lets in at once (default 4); a bad value
-    names the variable at start-up."""
-    runs = env_number(MAX_RUNS_SETTING, str(DEFAULT_MAX_CONCURRENT_RUNS))
+    """RAGATE_MAX_CONCURRENT_RUNS: graph runs /api/chat lets in at once (default in graph/settings.py);
+    a bad value names the variable at start-up."""
+    runs = settings.number(MAX_RUNS_SETTING)
     if not 1 <= runs <= 256:
         raise ValueError(f"{MAX_RUNS_SETTING}={runs!r}: expected an integer from 1 to 256")
     return runs
@@ -75,8 +74,8 @@ def _max_concurrent_runs() -> int:
 
 def _run_slot_seconds() -> float:
     """RAGATE_RUN_SLOT_SECONDS: how long a graph run holds one of the RAGATE_MAX_CONCURRENT_RUNS slots
-    (default 1 s); a bad value names the variable at start-up."""
-    seconds = env_number(SLOT_SECONDS_SETTING, str(DEFAULT_RUN_SLOT_SECONDS), float)
+    (default in graph/settings.py); a bad value names the variable at start-up."""
+    seconds = settings.number(SLOT_SECONDS_SETTING)
     if not 0 < seconds <= 600:  # NaN too
         raise ValueError(f"{SLOT_SECONDS_SETTING}={seconds!r}: expected a number of seconds above 0, at most 600")
     return seconds
@@ -260,9 +259,8 @@ def _known_routing(ctx: Context) -> tuple[set[str], set[str]] | None:
     except PolicyError:
         return None
     routing = policy.routing
-    intents = set(routing.get("allow_intents", [])) | set(routing.get("deny_intents", []))
-    intents |= {rule["intent"] for rule in routing.get("intent_rules", []) or []}
-    entities = set((policy.raw["rag"].get("entities") or {})) | {"default"}
+    intents = set(routing.allow_intents) | set(routing.deny_intents) | {rule.intent for rule in routing.intent_rules}
+    entities = set(policy.rag.entities) | {"default"}
     return intents, entities
 
 

@@ -95,8 +95,8 @@ def judge_item(item: dict[str, Any], policy: Policy, embeddings: Any) -> dict[st
     sources = [Source(doc_id=c["doc_id"], text=c["text"], chunk_id=f"{c['doc_id']}#{i}")
                for i, c in enumerate(item["context"])]
     language = item.get("language") or detect_language(item.get("question") or item["answer"],
-                                                       policy.raw["languages"]["markers"],
-                                                       policy.raw["languages"].get("default", "en"))
+                                                       policy.languages.markers,
+                                                       policy.languages.default)
     started = time.perf_counter()
     verdict = judge_answer(item["answer"], sources, language=language, coverage=COVERAGE, policy=policy,
                            embeddings=embeddings)

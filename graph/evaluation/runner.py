@@ -117,7 +117,7 @@ def resolve_intent(intent: str | None, policy) -> str | None:
     """The intent every query is asked with: the policy's fallback intent unless one is given;
     "auto": none, so that route_gate infers it as in production."""
     if intent is None:
-        return policy.routing.get("fallback_intent")
+        return policy.routing.fallback_intent
     return None if intent == "auto" else intent
 
 

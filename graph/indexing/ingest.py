@@ -28,8 +28,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from graph import settings
 from graph.algorithms.text import detect_language, get_analyzer, split_sentences
-from graph.context import CHUNK_TOKENS, OVERLAP_TOKENS, Context, env_number
+from graph.context import CHUNK_TOKENS, OVERLAP_TOKENS, Context
 from graph.policy import load_policy
 from graph.providers.resources import get_resources
 from graph.providers.vectorstore import APPROVED_STATUSES, TENANT_FIELD, ChunkRecord
@@ -40,10 +41,6 @@ SUPPORTED_SUFFIXES = (".jsonl", ".md", ".markdown", ".txt")
 # that one failed call loses little work (OpenAI accepts up to 2,048 inputs a request).
 EMBED_BATCH_CHUNKS = 128
 FLUSH_INTERVAL_S = 5.0  # the engine's files are flushed this often during an ingest, and at its end
-# A document (a JSONL line, a Markdown or text file) larger than this is refused unread, naming it:
-# at ~2 KB a chunk, 8 MB is ~4,000 chunks, far beyond any report or contract, and a 2 GB line
-# (a dump, a log, an export gone wrong) must not be loaded to find out. RAGATE_MAX_DOCUMENT_MB.
-DEFAULT_MAX_DOCUMENT_MB = 8.0
 MAX_ID_CHARS = 512  # an id is a key, not a document: a longer one is almost surely a wrong field
 # A chunk holds at most this many characters per word of its budget. Prose never gets near it (~6);
 # text without spaces (base64, minified JSON, glued URLs) does, and is then cut by characters so
@@ -104,10 +101,11 @@ class IngestReport:
 
 
 def max_document_bytes(max_document_mb: float | None = None) -> int:
-    """The size limit in bytes: the argument, else $RAGATE_MAX_DOCUMENT_MB, else 8 MB."""
+    """The size limit in bytes: the argument, else $RAGATE_MAX_DOCUMENT_MB, else its default
+    (graph/settings.py says why). A document over it is refused unread, naming it."""
     if max_document_mb is None:
         try:
-            max_document_mb = env_number("RAGATE_MAX_DOCUMENT_MB", str(DEFAULT_MAX_DOCUMENT_MB), float)
+            max_document_mb = settings.number("RAGATE_MAX_DOCUMENT_MB")
         except ValueError as exc:
             raise IngestError(str(exc)) from None
     if not max_document_mb > 0:
@@ -602,7 +600,7 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
 
     res = get_resources(ctx)
     analyzer = get_analyzer(policy)
-    markers, default_lang = policy.raw["languages"]["markers"], policy.raw["languages"].get("default", "en")
+    markers, default_lang = policy.languages.markers, policy.languages.default
     dims = len(res.embeddings.embed_query("dimension probe"))
     res.index.ensure_collection(collection, dims, ctx.embedding_model)
 
