@@ -9,6 +9,7 @@ LangGraph Studio and returned over HTTP unchanged.
 from __future__ import annotations
 
 import copy
+import functools
 import operator
 import re
 import typing
@@ -219,12 +220,19 @@ TURN_RESULTS: dict[str, Any] = {
 }
 
 
+@functools.cache
+def merged_fields() -> frozenset[str]:
+    """State fields with a reducer: parallel branches' updates are merged into them."""
+    hints = typing.get_type_hints(State, include_extras=True)
+    return frozenset(name for name, hint in hints.items() if typing.get_origin(hint) is Annotated)
+
+
 def fresh_turn() -> dict[str, Any]:
     """The update that clears the previous question's results (`TURN_RESULTS`) from a thread's state.
     Fields with a reducer (merged across parallel branches) are overwritten, not merged into."""
-    hints = typing.get_type_hints(State, include_extras=True)
-    return {name: Overwrite(copy.deepcopy(empty)) if typing.get_origin(hints[name]) is Annotated
-            else copy.deepcopy(empty) for name, empty in TURN_RESULTS.items()}
+    merged = merged_fields()
+    return {name: Overwrite(copy.deepcopy(empty)) if name in merged else copy.deepcopy(empty)
+            for name, empty in TURN_RESULTS.items()}
 
 
 class RetrieveTask(TypedDict):

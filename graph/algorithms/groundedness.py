@@ -39,8 +39,7 @@ from graph.algorithms.text import (
     value_pool,
     value_supported,
 )
-from graph.policy import GroundednessThresholds as Thresholds
-from graph.policy import JudgeSettings, Languages
+from graph.policy import GroundednessThresholds, JudgeSettings, Languages
 
 # A list marker; a number is one only when a space follows ("152.67 yards" is a value, not item 152).
 _BULLET = re.compile(r"^\s*(?:[-*•]+\s*|#+\s*|\d{1,3}[.)]\s+)")
@@ -266,10 +265,10 @@ class _Doc:
 class GroundednessChecker:
     """Per-claim support of an answer against the sources it cites."""
 
-    def __init__(self, analyzer: Analyzer, lexicons: Lexicons, thresholds: Thresholds | None = None):
+    def __init__(self, analyzer: Analyzer, lexicons: Lexicons, thresholds: GroundednessThresholds | None = None):
         self.analyzer = analyzer
         self.lexicons = lexicons
-        self.thresholds = thresholds or Thresholds()
+        self.thresholds = thresholds or GroundednessThresholds()
 
     # What each cited document offers, computed once per answer.
     def _documents(self, sources: Sequence[Source], language: str) -> dict[str, _Doc]:

@@ -42,6 +42,7 @@ from starlette.staticfiles import StaticFiles
 from graph import settings
 from graph.assets import WEB_DIR
 from graph.context import Context
+from graph.entrypoints.api import Ragate
 from graph.governance.audit import REQUESTS, namespace
 from graph.governance.feedback import FeedbackError, UnknownRequestError, parse_rating
 from graph.governance.tenancy import AccessError, Caller, KeyRing, caller_context, server_keyring
@@ -178,8 +179,6 @@ class Server:
     def ragate(self):
         with self._lock:
             if self._ragate is None:
-                from graph.entrypoints.api import Ragate
-
                 self._ragate = Ragate(self.base_context)
             return self._ragate
 
