@@ -789,7 +789,7 @@ def graph_runs(app, ctx, probe: Probe, rounds: int, cold: bool) -> list[dict]:
                 c.cache_clear()
             probe.reset()
             t0 = time.perf_counter()
-            out = app.invoke({"question": q, "request_id": f"r{r}q{qi}"}, context=ctx)
+            out = app.invoke({"question": q, "correlation_id": f"r{r}q{qi}"}, context=ctx)
             wall = (time.perf_counter() - t0) * 1000
             if not out["rag"].get("enabled") or out.get("errors"):
                 raise RuntimeError(f"graph run did not retrieve cleanly for {q!r}: "
@@ -851,7 +851,7 @@ def graph_phase(index: EdgeVectorIndex, args, home: Path) -> dict:
             # Warm-up: loads the model, the policy and the BM25 analyzers, and fills the query-vector
             # LRU with every question and sub-query (the cache key is the text).
             for q in GRAPH_QUESTIONS:
-                app.invoke({"question": q, "request_id": "warmup"}, context=ctx)
+                app.invoke({"question": q, "correlation_id": "warmup"}, context=ctx)
             cold = graph_runs(app, ctx, probe, args.graph_rounds, cold=True)
             warm = graph_runs(app, ctx, probe, args.graph_rounds, cold=False)
     finally:

@@ -240,9 +240,9 @@ def _degraded_kind(message: str) -> str:
 
 
 def ask(client: httpx.Client, tenant: str, key: str, question: str, tag: str | None = None) -> Result:
-    """One POST /api/chat. With a `tag` (fault mode) the request id names it too, for the server log."""
+    """One POST /api/chat. With a `tag` (fault mode) the correlation id names it too, for the server log."""
     t0 = time.perf_counter()
-    payload = {"question": question} if tag is None else {"question": question, "request_id": f"load-{tag}"}
+    payload = {"question": question} if tag is None else {"question": question, "correlation_id": f"load-{tag}"}
     try:
         r = client.post("/api/chat", json=payload, headers={"Authorization": f"Bearer {key}"})
         ms = (time.perf_counter() - t0) * 1000

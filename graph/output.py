@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from graph.state import Chunk, State
@@ -36,10 +37,44 @@ def source_of(chunk: Chunk) -> dict[str, Any]:
     }
 
 
+# A broken policy's reason, as route_gate records it: graph/policy.py's "policy <file>: <problem>".
+_BROKEN_POLICY = re.compile(r"\bpolicy (?P<path>.+?): ")
+
+
+def _file_name(path: str) -> str:
+    return re.split(r"[\\/]", path)[-1]
+
+
+def _hide(value: Any, path: str) -> Any:
+    if isinstance(value, str):
+        return value.replace(path, _file_name(path))
+    if isinstance(value, dict):
+        return {k: _hide(v, path) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hide(v, path) for v in value]
+    return value
+
+
+def without_server_paths(output: dict[str, Any]) -> dict[str, Any]:
+    """The contract without the server's policy file path: a caller of any tenant gets it, and where the
+    server keeps its files is none of theirs (the policy's `version` and `digest` say which policy
+    answered; the request record keeps the path for the operator). A broken policy is named by its
+    file name in the reason (rag.error, errors, the verdict's reasoning)."""
+    rag = output.get("rag") or {}
+    if isinstance(rag.get("policy"), dict) and "path" in rag["policy"]:
+        rag = {**rag, "policy": {k: v for k, v in rag["policy"].items() if k != "path"}}
+        output = {**output, "rag": rag}
+    broken = _BROKEN_POLICY.search(rag.get("error") or "") if rag.get("disabled_reason") == "policy_invalid" else None
+    if broken and broken["path"] != _file_name(broken["path"]):
+        output = _hide(output, broken["path"])
+    return output
+
+
 def to_output(state: State) -> dict[str, Any]:
     verdict = state.get("verdict") or {}
-    return {
+    return without_server_paths({
         "request_id": state.get("request_id"),
+        "correlation_id": (state.get("rag") or {}).get("correlation_id"),
         "answer": state.get("answer", ""),
         "citations_used": state.get("citations_used", []),
         "coverage_level": state.get("coverage_level", "none"),
@@ -58,4 +93,4 @@ def to_output(state: State) -> dict[str, Any]:
         "timings_ms": state.get("timings_ms", {}),
         "errors": state.get("errors", []),
         "language": state.get("language"),
-    }
+    })

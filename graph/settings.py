@@ -97,8 +97,11 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
                                        "(`Context.memory_url`): a `postgresql://` URL.",
              unset="SQLite files under the data folder"),
     # The servers (graph/governance/tenancy.py, graph/entrypoints/http_app.py).
-    Variable("RAGATE_API_KEYS", str, "The servers' API keys: `key:tenant` entries separated by commas."),
-    Variable("RAGATE_API_KEYS_FILE", Path, "A file of `key:tenant` lines (`#` comments), re-read when it changes."),
+    Variable("RAGATE_API_KEYS", str, "The servers' API keys: `key:tenant` entries separated by commas. A key has at "
+                                     "least 8 characters; a tenant id is 1 to 64 letters, digits, `.`, `_` or `-`, "
+                                     "starting with a letter or digit."),
+    Variable("RAGATE_API_KEYS_FILE", Path, "A file of `key:tenant` lines (`#` comments), re-read when it changes; the "
+                                           "same rules as `RAGATE_API_KEYS`."),
     Variable("RAGATE_LOCAL_DEV", bool, "`1`: a server answers requests without a key, as the tenant they name or "
                                        "`RAGATE_TENANT` (your machine only).",
              default=False),
@@ -108,6 +111,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
                                                "one still in the graph after that is waiting on a provider and lets "
                                                "the next in (above 0, at most 600).",
              default=_RUN_SLOT_SECONDS),
+    Variable("RAGATE_SERVE_PID", str, "Set by `ragate serve` for the server it starts, not by hand: the pid that holds "
+                                      "the data folder for that server, whose processes (a `--reload` worker too) may "
+                                      "then open its embedded engine (graph/providers/data_folder.py)."),
     # Ingest, logs, evaluation.
     Variable("RAGATE_MAX_DOCUMENT_MB", float, "Ingest: a document (a JSONL line, a Markdown or text file) larger "
                                               "than this many MB is skipped unread.",

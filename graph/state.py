@@ -1,7 +1,8 @@
 """The typed state that flows through the graph.
 
 Each node returns a partial update of `State`. Fields written by parallel branches (`hits`,
-`timings_ms`, `errors`) carry reducers so that the branches' updates merge instead of clashing.
+`timings_ms`, `errors`) carry reducers so that the branches' updates merge instead of clashing;
+`request_id` carries one that refuses every write but route_gate's (`server_assigned`).
 All values are plain JSON-serialisable types so the state can be checkpointed, shown in
 LangGraph Studio and returned over HTTP unchanged.
 """
@@ -17,6 +18,7 @@ import unicodedata
 from typing import Annotated, Any, Literal
 
 from langgraph.types import Overwrite
+from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import NotRequired, TypedDict
 
 Coverage = Literal["high", "medium", "low", "none"]
@@ -44,6 +46,7 @@ class RouteRecord(TypedDict, total=False):
     performance_injection: bool
     policy: dict[str, Any]
     error: str | None
+    correlation_id: str | None                # the caller's own id for this request, if it sent one (never its key)
     # Why retrieval is off, as a code: policy_invalid, empty_question, no_tenant, no_intent,
     # intent_denied, intent_unlisted.
     disabled_reason: str
@@ -107,16 +110,44 @@ class Turn(TypedDict, total=False):
 
 # Limits of what a caller sends, the same on every entry point (/api/chat, LangServe's /rag).
 MAX_QUESTION_CHARS = 4000
+# A request id as a caller names one (feedback, /ops/rag_debug); the ids route_gate gives are uuid4 hex.
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+# A caller's own id for a request: stored beside the request (record, output, log line), never its key.
+CORRELATION_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+_CORRELATION_ID = re.compile(CORRELATION_ID_PATTERN)
+# What every entry point says to a caller that sends a request id.
+REQUEST_ID_REFUSED = ("request_id is assigned by the server, a new one for every request, and cannot be sent; "
+                      "send correlation_id to tag the request with an id of yours")
 
 
 class QuestionError(ValueError):
-    """A question no entry point takes, said so that the caller knows what to fix. `status` is the
-    HTTP status for it: 413 for a question that is too long, 422 otherwise."""
+    """Input no entry point takes (a question, a correlation id, a request id the caller may not
+    set), said so that the caller knows what to fix. `status` is the HTTP status for it: 413 for a
+    question that is too long, 422 otherwise."""
 
     def __init__(self, message: str, status: int = 422):
         super().__init__(message)
         self.status = status
+
+
+def check_correlation_id(value: Any) -> str | None:
+    """A caller's correlation id as it is stored (None when it sent none), or QuestionError: text of
+    1-128 letters, digits, '.', '_', ':' or '-'. One rule for every entry point and route_gate."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise QuestionError(f"correlation_id must be a string, not {type(value).__name__}")
+    if not _CORRELATION_ID.match(value):
+        raise QuestionError("correlation_id must be 1-128 letters, digits, '.', '_', ':' or '-'")
+    return value
+
+
+def server_assigned(current: str, update: Any) -> str:
+    """Reducer of `State.request_id`: the request id is the server's. route_gate gives every request
+    a new one, written with `Overwrite`, which skips this reducer; any other write is a caller naming
+    the id (a graph run's input, a parent graph's state, a state update) and is refused, so that no
+    request can take an existing request's id and rewrite its record or the feedback on it."""
+    raise QuestionError(REQUEST_ID_REFUSED)
 
 
 # Invisible formatting that copy and paste brings along: soft hyphen, zero-width space, direction
@@ -167,14 +198,19 @@ class InputState(TypedDict, total=False):
     question: str
     intent: NotRequired[str | None]
     entity: NotRequired[str | None]
-    request_id: NotRequired[str]
+    correlation_id: NotRequired[str]           # the caller's own id for this request (CORRELATION_ID_PATTERN)
     history: NotRequired[list[Turn]]           # a stateless caller's own history (a thread keeps its own)
+    # Not an input: declared so that a run naming it reaches `server_assigned` and is refused by name
+    # (LangGraph drops input keys its input schema lacks), and left out of the schema Studio, MCP and
+    # RemoteGraph callers read.
+    request_id: NotRequired[SkipJsonSchema[str]]
 
 
 class State(TypedDict, total=False):
     """The whole run: input, route decision, retrieval, answer, verdict, memory and timings."""
 
-    request_id: str
+    request_id: Annotated[str, server_assigned]   # route_gate's, new for every request; nobody else writes it
+    correlation_id: str | None              # the caller's own id, taken into `rag` and cleared by route_gate
     question: str
     intent: str | None
     entity: str | None
@@ -210,8 +246,9 @@ class State(TypedDict, total=False):
 # field added to State cannot silently carry one question's results into the next.
 THREAD_CARRIED = ("history",)  # kept: the thread's earlier turns
 # Written anew at the start of every turn: by the caller, or by route_gate (memory_shield clears the
-# per-request inputs `intent` and `entity` when a turn ends).
-TURN_INPUTS = ("request_id", "question", "intent", "entity", "tenant", "language", "rag")
+# per-request inputs `intent` and `entity` when a turn ends; route_gate moves `correlation_id` into
+# `rag` and clears it, so that a turn that sends none, or follows a failed one, has none).
+TURN_INPUTS = ("request_id", "correlation_id", "question", "intent", "entity", "tenant", "language", "rag")
 # Reset to these values by route_gate before a new question starts (`fresh_turn`).
 TURN_RESULTS: dict[str, Any] = {
     "decomposition": {}, "sub_queries": [], "scoped_queries": [], "hits": {}, "fused": [], "reranked": [],
@@ -222,7 +259,8 @@ TURN_RESULTS: dict[str, Any] = {
 
 @functools.cache
 def merged_fields() -> frozenset[str]:
-    """State fields with a reducer: parallel branches' updates are merged into them."""
+    """State fields with a reducer: parallel branches' updates are merged into them (and
+    `request_id`, whose reducer refuses every write but an Overwrite)."""
     hints = typing.get_type_hints(State, include_extras=True)
     return frozenset(name for name, hint in hints.items() if typing.get_origin(hint) is Annotated)
 

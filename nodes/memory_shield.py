@@ -7,6 +7,8 @@ answers are never visible to another.
 As the last node of every path it also
 - writes the request record (graph/governance/audit.py) under `("ragate", "requests", tenant)`, which feedback
   is checked against, and emits it as the request's one JSON log line;
+- never writes over a request record or a remembered answer that exists under the request's id
+  (route_gate gives every request a new id; this holds even if something handed it an old one);
 - appends the finished turn to the thread's `history` (kept by the checkpointer, capped by the
   policy's `memory.history_turns`) and clears the per-request inputs `intent` and `entity`, so the
   next question of the thread does not inherit them.
@@ -55,6 +57,10 @@ def remember(state: State, store, tenant: str | None, ns_name: str) -> tuple[Mem
         "created_at": utc_now(),
     }
     try:
+        if store.get(ns, key) is not None:
+            return (MemoryOutcome(saved=False, tag=tag, namespace=list(ns), key=key,
+                                  reason="an answer is already remembered under this request id: not overwritten"),
+                    [f"memory_shield: an answer is already remembered under request id {key!r}: not overwritten"])
         store.put(ns, key, value, index=False)
     except Exception as exc:  # a failing store must not lose the answer
         return (MemoryOutcome(saved=False, tag=tag, namespace=list(ns), key=key,
@@ -71,7 +77,8 @@ def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
     Reads the whole state: `verdict`, `answer`, `request_id`, `question`, `history`, `rag`, ... for
     the memory entry and the request record. Writes `memory` (saved or not, and why), `history` (the
     finished turn appended, capped by the policy), `intent` and `entity` (cleared for the thread's
-    next question) and `errors`. Also writes the request record to the store and the request log."""
+    next question) and `errors`. Also writes the request record to the store (unless one exists
+    under that id: it is kept, and `errors` says so) and the request log."""
     ctx = run_context(runtime)
     try:
         memory_cfg = run_policy(state.get("rag"), ctx).memory
@@ -83,8 +90,14 @@ def memory_shield(state: State, runtime: Runtime[Context]) -> dict:
 
     record = request_record({**state, "errors": (state.get("errors") or []) + errors}, dict(memory))
     if store is not None and tenant:
+        requests_ns = namespace(REQUESTS, tenant)
         try:
-            store.put(namespace(REQUESTS, tenant), state["request_id"], record, index=False)
+            if store.get(requests_ns, state["request_id"]) is not None:
+                errors.append(f"memory_shield: a request record exists under request id {state['request_id']!r}: "
+                              "not overwritten")
+                record["errors"] = record["errors"] + errors[-1:]
+            else:
+                store.put(requests_ns, state["request_id"], record, index=False)
         except Exception as exc:
             errors.append(f"memory_shield: request record not written: {exc}")
             record["errors"] = record["errors"] + errors[-1:]

@@ -14,7 +14,9 @@ than the collection's), the branch still searches the lexical list, which needs 
 why in `errors`: fewer good answers, not none. So with the other parts of a branch: a failed lookup of
 the values a question names leaves its searches unscoped, a failed scoped search leaves the main one,
 and hits the engine returns malformed (no id, a score that is not a finite number) are dropped; each
-is recorded. Every engine read is held to the provider timeout (`bounded_index`).
+is recorded. Every engine read is held to the provider timeout (`bounded_index`). A process that cannot
+open the embedded engine at all (its data folder is held by another process: `DataFolderBusy`) is not a
+degradation: the run stops with that error rather than answering from nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from graph.algorithms.text import get_analyzer
 from graph.context import Context
 from graph.providers.resources import bounded_index, get_resources
 from graph.providers.specs import failure_reason
-from graph.providers.vectorstore import SearchHit, TenantRequiredError
+from graph.providers.vectorstore import DataFolderBusy, SearchHit, TenantRequiredError
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -224,6 +226,8 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
                 except Exception as exc:  # the main search stands; this one is recorded
                     results[label] = SearchResult(sub_query=s["query"], kind="scoped", dense=[], lexical=[],
                                                   error=f"{type(exc).__name__}: {exc}")
+    except DataFolderBusy:
+        raise  # this process cannot open the engine at all: the run stops, it never answers from nothing
     except TenantRequiredError as exc:
         results[key] = SearchResult(sub_query=task["sub_query"], kind=task["kind"], dense=[], lexical=[], error=str(exc))
     except Exception as exc:  # the engine or the embedder failed: record it, let the graph finish

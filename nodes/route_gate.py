@@ -5,7 +5,12 @@ filters, policy snapshot, error). A missing or invalid policy, an empty question
 tenant disable retrieval with the reason in `rag.error`. A question no entry point takes (not
 text, too long, control characters, not valid Unicode: graph/state.py `check_question`) raises
 QuestionError naming the problem: the graph run directly (LangGraph's /runs, Studio) has no entry
-point's checks in front of it.
+point's checks in front of it. So does a malformed correlation id; a run that names `request_id` is
+refused before this node runs (graph/state.py `server_assigned`).
+
+Every request gets a new request id here (uuid4 hex), whoever calls: the id keys the request record,
+the remembered answer and the feedback, so a caller never chooses it. A caller's own id travels as
+`correlation_id`, kept beside the request in `rag`.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import uuid
 
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from graph.algorithms.decomposition import assess
 from graph.algorithms.text import count_phrases, detect_language, has_any_phrase
@@ -20,7 +26,7 @@ from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
-from graph.state import RouteRecord, State, check_question, fresh_turn
+from graph.state import RouteRecord, State, check_correlation_id, check_question, fresh_turn
 
 
 def infer_intent(question: str, policy: Policy) -> tuple[str | None, str]:
@@ -60,23 +66,22 @@ def policy_snapshot(policy: Policy, entity_spec: dict, intent: str | None) -> di
 def route_gate(state: State, runtime: Runtime[Context]) -> dict:
     """Decide from the policy whether and how this question may use retrieval.
 
-    Reads `question`, `intent`, `entity`, `request_id` and `history` (a thread's earlier turns).
+    Reads `question`, `intent`, `entity`, `correlation_id` and `history` (a thread's earlier turns).
     Writes `rag` (the route record: enabled, intent, entity, collections, profile, filters, policy
-    snapshot with its digest, error), `request_id` (a new one unless the caller's is unused),
-    `question` (checked), `tenant`, `language`, `history`, `decomposition` (the complexity
-    assessment) and clears the previous turn's results (graph/state.py `fresh_turn`)."""
+    snapshot with its digest, error, the caller's correlation id), `request_id` (always a new one,
+    as an Overwrite: graph/state.py `server_assigned`), `correlation_id` (cleared: the next question
+    of a thread sends its own or has none), `question` (checked), `tenant`, `language`, `history`,
+    `decomposition` (the complexity assessment) and clears the previous turn's results
+    (graph/state.py `fresh_turn`)."""
     ctx = run_context(runtime)
     raw = state.get("question")
     question = check_question(raw) if raw is not None and (not isinstance(raw, str) or raw.strip()) else ""
+    correlation_id = check_correlation_id(state.get("correlation_id"))
     history = list(state.get("history") or [])
-    request_id = state.get("request_id")
-    if not request_id or any(turn.get("request_id") == request_id for turn in history):
-        # A thread's checkpoint still holds the previous request's id when a caller sends none:
-        # every question gets its own id, so feedback and records never land on the wrong answer.
-        request_id = uuid.uuid4().hex
     record: RouteRecord = {
         "enabled": False, "question": question, "intent": state.get("intent"), "entity": state.get("entity"),
         "collections": [], "filters": {}, "policy": {}, "performance_injection": False, "error": None,
+        "correlation_id": correlation_id,
     }
     policy: Policy | None = None
     try:
@@ -86,8 +91,8 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
         record["disabled_reason"] = "policy_invalid"
     language = question_language(question, policy)
     record["language"] = language
-    update = {**fresh_turn(), "request_id": request_id, "question": question, "tenant": ctx.tenant,
-              "language": language, "history": history, "rag": record}
+    update = {**fresh_turn(), "request_id": Overwrite(uuid.uuid4().hex), "correlation_id": None, "question": question,
+              "tenant": ctx.tenant, "language": language, "history": history, "rag": record}
     if policy is None:
         return update
 

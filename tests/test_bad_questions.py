@@ -37,8 +37,8 @@ from graph.providers.persistence import close_all, open_checkpointer, open_store
 from graph.state import MAX_QUESTION_CHARS, QuestionError
 
 ROOT = Path(__file__).resolve().parent.parent
-CONTRACT = {"request_id", "answer", "citations_used", "coverage_level", "suggestions", "verdict", "rag", "sub_queries",
-            "decomposition", "sources", "memory", "timings_ms", "errors", "language"}
+CONTRACT = {"request_id", "correlation_id", "answer", "citations_used", "coverage_level", "suggestions", "verdict", "rag",
+            "sub_queries", "decomposition", "sources", "memory", "timings_ms", "errors", "language"}
 BIG = "Quanto cresceram as vendas de inverno? " * (100_000 // 39)  # ~100 kB
 
 # name -> (question, what the refusal says). Refused by the API and the CLI.
@@ -130,7 +130,7 @@ def test_api_refuses_with_a_message_naming_the_problem(rag, name):
     question, says = {**REFUSED, **REFUSED_API}[name]
     for call in (rag.ask, rag.invoke, lambda q, **kw: list(rag.stream(q, **kw))):
         with pytest.raises(QuestionError) as caught:
-            call(question, request_id=f"refused-{uuid.uuid4().hex}")
+            call(question, correlation_id=f"refused-{uuid.uuid4().hex}")
         assert says in str(caught.value)
         assert isinstance(caught.value, ValueError)
         assert caught.value.status == (413 if name == "100 kB" else 422)
@@ -204,8 +204,8 @@ def graph_run(corpus, tmp_path):
     graph = compile_graph(store=store)
 
     def run(question):
-        rid = f"g-{uuid.uuid4().hex}"
-        return graph.invoke({"question": question, "request_id": rid}, context=corpus.context("acme")), store
+        cid = f"g-{uuid.uuid4().hex}"
+        return graph.invoke({"question": question, "correlation_id": cid}, context=corpus.context("acme")), store
 
     return run
 

@@ -266,11 +266,10 @@ def test_block_verdict_gives_safe_response_and_is_never_remembered(corpus):
 def test_ok_verdict_is_remembered_under_tenant_namespace(corpus):
     store = InMemoryStore()
     graph = compile_graph(store=store)
-    state = graph.invoke({"question": "Quanto cresceram as vendas de inverno em 2025?", "request_id": "req-ok"},
-                         context=corpus.context("acme"))
+    state = graph.invoke({"question": "Quanto cresceram as vendas de inverno em 2025?"}, context=corpus.context("acme"))
     assert state["verdict"]["final_decision"] == "OK"
     assert state["memory"]["saved"] is True and state["memory"]["tag"] is None
-    item = store.get(("ragate", "memory", "acme"), "req-ok")
+    item = store.get(("ragate", "memory", "acme"), state["request_id"])
     assert item is not None
     assert item.value["answer"] == state["answer"]
     assert item.value["final_decision"] == "OK" and item.value["tags"] == []
@@ -280,12 +279,11 @@ def test_ok_verdict_is_remembered_under_tenant_namespace(corpus):
 def test_warning_verdict_is_remembered_with_warning_tag(corpus):
     store = InMemoryStore()
     graph = compile_graph(store=store)
-    state = graph.invoke({"question": "What is the CEO's favourite football team?", "request_id": "req-warn"},
-                         context=corpus.context("acme"))
+    state = graph.invoke({"question": "What is the CEO's favourite football team?"}, context=corpus.context("acme"))
     assert state["coverage_level"] == "none"
     assert state["verdict"]["final_decision"] == "WARNING"
     assert state["memory"]["saved"] is True and state["memory"]["tag"] == "warning"
-    item = store.get(("ragate", "memory", "acme"), "req-warn")
+    item = store.get(("ragate", "memory", "acme"), state["request_id"])
     assert item.value["tags"] == ["warning"] and item.value["final_decision"] == "WARNING"
 
 
@@ -293,10 +291,10 @@ def test_memory_is_namespaced_by_tenant(corpus):
     store = InMemoryStore()
     graph = compile_graph(store=store)
     q = "What is the CEO's favourite football team?"
-    graph.invoke({"question": q, "request_id": "a1"}, context=corpus.context("acme"))
-    graph.invoke({"question": q, "request_id": "g1"}, context=corpus.context("globex"))
-    assert [i.key for i in store.search(("ragate", "memory", "acme"))] == ["a1"]
-    assert [i.key for i in store.search(("ragate", "memory", "globex"))] == ["g1"]
+    a1 = graph.invoke({"question": q}, context=corpus.context("acme"))["request_id"]
+    g1 = graph.invoke({"question": q}, context=corpus.context("globex"))["request_id"]
+    assert [i.key for i in store.search(("ragate", "memory", "acme"))] == [a1]
+    assert [i.key for i in store.search(("ragate", "memory", "globex"))] == [g1]
 
 
 def test_no_store_means_nothing_saved(ask):

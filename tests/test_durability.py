@@ -80,11 +80,12 @@ ASK_CHILD = textwrap.dedent("""
     while True:
         tenant, is_strict, question = plan[n % len(plan)]
         ctx = dataclasses.replace(base, tenant=tenant, **({"policy_path": strict} if is_strict else {}))
-        rid = f"{prefix}-{n}"
-        print(json.dumps({"event": "begin", "rid": rid, "tenant": tenant}), flush=True)
-        out = rag.ask(question, request_id=rid, context=ctx)
-        print(json.dumps({"event": "ack", "rid": rid, "tenant": tenant, "decision": out["verdict"]["final_decision"],
-                          "saved": out["memory"].get("saved"), "errors": out["errors"]}), flush=True)
+        cid = f"{prefix}-{n}"  # the request id is ragate's: a request cut off by the kill is found by this one
+        print(json.dumps({"event": "begin", "cid": cid, "tenant": tenant}), flush=True)
+        out = rag.ask(question, correlation_id=cid, context=ctx)
+        print(json.dumps({"event": "ack", "rid": out["request_id"], "cid": cid, "tenant": tenant,
+                          "decision": out["verdict"]["final_decision"], "saved": out["memory"].get("saved"),
+                          "errors": out["errors"]}), flush=True)
         n += 1
 """)
 
@@ -136,13 +137,23 @@ VERIFY_CHILD = textwrap.dedent("""
         item = rag.store.get(namespace(kind, tenant), rid)
         return item.value if item is not None else None
 
+    def by_correlation(tenant, cid):
+        items = rag.store.search(namespace(REQUESTS, tenant), filter={"correlation_id": cid}, limit=2)
+        assert len(items) <= 1, (cid, items)
+        return items[0].key if items else None
+
+    wanted = json.loads(Path(wanted_file).read_text())
     found = {rid: {kind: get(kind, tenant, rid) for kind in (REQUESTS, "memory", FEEDBACK)}
-             for tenant, rid in json.loads(Path(wanted_file).read_text())}
-    out = rag.ask(question, request_id="after-the-kills")
+             for tenant, rid in wanted["acknowledged"]}
+    cut_off = {}
+    for tenant, cid in wanted["cut_off"]:
+        rid = by_correlation(tenant, cid)
+        cut_off[cid] = {kind: get(kind, tenant, rid) if rid else None for kind in (REQUESTS, "memory")}
+    out = rag.ask(question, correlation_id="after-the-kills")
     after = {"decision": out["verdict"]["final_decision"], "saved": out["memory"].get("saved"),
              "sources": len(out["sources"]), "errors": out["errors"],
-             "record": get(REQUESTS, "acme", "after-the-kills") is not None}
-    print(json.dumps({"integrity": integrity, "found": found, "after": after}))
+             "record": get(REQUESTS, "acme", out["request_id"]) is not None}
+    print(json.dumps({"integrity": integrity, "found": found, "cut_off": cut_off, "after": after}))
 """)
 
 
@@ -282,15 +293,16 @@ def kill_round(data, backend, seed: int, tmp_path: Path) -> tuple[Child, Child]:
 def test_killed_api_processes_lose_no_acknowledged_write(data, backend, tmp_path, capsys):
     started = time.monotonic()
     requests: dict[str, dict] = {}      # acknowledged: rid -> ack event
-    cut_off: dict[str, str] = {}        # begun, never acknowledged: rid -> tenant
+    cut_off: dict[str, str] = {}        # begun, never acknowledged: correlation id -> tenant
     rated: dict[str, int] = {}          # rid -> last acknowledged feedback seq
     stats: Counter = Counter()
     for seed in SEEDS:
         ask, rate = kill_round(data, backend, seed, tmp_path)
-        begun = {e["rid"]: e["tenant"] for e in ask.events if e["event"] == "begin"}
+        begun = {e["cid"]: e["tenant"] for e in ask.events if e["event"] == "begin"}
         acks = [e for e in ask.events if e["event"] == "ack"]
         requests.update({e["rid"]: e for e in acks})
-        cut_off.update({rid: t for rid, t in begun.items() if rid not in requests})
+        acknowledged = {e["cid"] for e in acks}
+        cut_off.update({cid: t for cid, t in begun.items() if cid not in acknowledged})
         for e in rate.events:
             if e["event"] == "ack":
                 rated[e["rid"]] = max(rated.get(e["rid"], -1), e["seq"])
@@ -308,7 +320,8 @@ def test_killed_api_processes_lose_no_acknowledged_write(data, backend, tmp_path
     assert rated, "nothing was rated"
 
     wanted = tmp_path / "wanted.json"
-    wanted.write_text(json.dumps([[a["tenant"], rid] for rid, a in requests.items()] + [[t, rid] for rid, t in cut_off.items()]))
+    wanted.write_text(json.dumps({"acknowledged": [[a["tenant"], rid] for rid, a in requests.items()],
+                                  "cut_off": [[t, cid] for cid, t in cut_off.items()]}))
     proc = subprocess.run([sys.executable, "-c", VERIFY_CHILD, str(data.home), backend.url or "", str(wanted), PLAN[0][2]],
                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -330,9 +343,9 @@ def test_killed_api_processes_lose_no_acknowledged_write(data, backend, tmp_path
             assert memory["tags"] == (["warning"] if ack["decision"] == "WARNING" else [])
         stats["requests found"] += 1
         stats["memory entries found"] += memory is not None
-    for rid in cut_off:  # cut off by a kill: may or may not be there, but a BLOCK one is never remembered
-        record = found[rid][REQUESTS]
-        assert record is None or record["final_decision"] != "BLOCK" or found[rid]["memory"] is None, rid
+    for cid in cut_off:  # cut off by a kill: may or may not be there, but a BLOCK one is never remembered
+        record = seen["cut_off"][cid][REQUESTS]
+        assert record is None or record["final_decision"] != "BLOCK" or seen["cut_off"][cid]["memory"] is None, cid
     for rid, seq in rated.items():
         feedback = found[rid][FEEDBACK]
         assert feedback is not None, f"acknowledged feedback on {rid} (seq {seq}) is missing"
@@ -379,13 +392,14 @@ def test_a_killed_server_keeps_every_answered_request_and_rating(tmp_path, capsy
             for n in range(10_000):
                 if stop.is_set():
                     return
-                rid, question = f"http-{i}-{n}", PLAN[n % len(PLAN)][2]
+                question = PLAN[n % len(PLAN)][2]
                 try:
                     busy[i] += 1
-                    r = http.post("/api/chat", json={"question": question, "request_id": rid})
+                    r = http.post("/api/chat", json={"question": question, "correlation_id": f"http-{i}-{n}"})
                     if r.status_code != 200:
                         refused.append(f"chat {r.status_code} {r.text[:200]}")
                         return
+                    rid = r.json()["request_id"]  # the server's
                     answered[rid] = (key, r.json()["verdict"]["final_decision"])
                     rating = RATINGS[n % len(RATINGS)]
                     r = http.post("/api/feedback", json={"request_id": rid, "rating": rating, "comment": rid})
@@ -434,10 +448,10 @@ def test_a_killed_server_keeps_every_answered_request_and_rating(tmp_path, capsy
             assert (memory is not None) == (decision != "BLOCK"), (rid, decision)
         # And it answers and records again.
         r = httpx.post(f"{again.url}/api/chat", headers=again.auth("acmebr-durable-key-01"),
-                       json={"question": PLAN[0][2], "request_id": "after-restart"}, timeout=60)
+                       json={"question": PLAN[0][2], "correlation_id": "after-restart"}, timeout=60)
         assert r.status_code == 200, r.text
         r = httpx.post(f"{again.url}/api/feedback", headers=again.auth("acmebr-durable-key-01"),
-                       json={"request_id": "after-restart", "rating": "up"}, timeout=60)
+                       json={"request_id": r.json()["request_id"], "rating": "up"}, timeout=60)
         assert r.status_code == 200, r.text
     with capsys.disabled():
         print(f"\n[durability] http: requests answered {len(answered)}, found {len(answered)}; ratings answered "

@@ -105,8 +105,8 @@ VERDICT = {"scores": {"quality": 0.9, "utility": 0.9, "groundedness": 0.95},
 SUB_QUERIES = {"sub_queries": ["vendas de inverno de 2025 e 2026", "ações recomendadas pelo playbook de inverno"]}
 
 OTHER_TENANT_IDS = set(sample_documents("globex"))
-OUTPUT_KEYS = {"request_id", "answer", "citations_used", "coverage_level", "suggestions", "verdict", "rag",
-               "sub_queries", "decomposition", "sources", "memory", "timings_ms", "errors", "language"}
+OUTPUT_KEYS = {"request_id", "correlation_id", "answer", "citations_used", "coverage_level", "suggestions", "verdict",
+               "rag", "sub_queries", "decomposition", "sources", "memory", "timings_ms", "errors", "language"}
 
 
 # --- the environment: providers on 127.0.0.1, a two-tenant corpus in both engines ----------------

@@ -113,7 +113,9 @@ BAD_BODIES = [
     ({"question": QUESTION, "context": {"retrieval_mode": "magic"}}, 422, "retrieval_mode must be one of"),
     ({"question": QUESTION, "context": {"nonsense": 1}}, 422, "unknown context field(s): nonsense"),
     ({"question": QUESTION, "context": {"policy_path": "/etc/passwd"}}, 403, "server's settings"),
-    ({"question": QUESTION, "request_id": "a/b"}, 422, "request_id must be"),
+    ({"question": QUESTION, "correlation_id": "a/b"}, 422, "correlation_id must be 1-128 letters"),
+    ({"question": QUESTION, "correlation_id": 7}, 422, "correlation_id must be a string"),
+    ({"question": QUESTION, "request_id": "mine-1"}, 422, "send correlation_id"),
 ]
 
 
@@ -191,6 +193,82 @@ def test_the_debug_record_is_the_one_the_graph_wrote(served):
     for key, rid, status in ((GLOBEX, out["request_id"], 404), (ACME, "never-was", 404), (ACME, "bad id!", 422)):
         r = httpx.get(f"{served.url}/ops/rag_debug/{rid}", headers=auth(key), timeout=30)
         assert r.status_code == status, r.text
+
+
+# --- request ids are the server's; a caller's own id is a correlation id ----------------------------
+
+
+def debug_record(server, request_id: str, key: str = ACME) -> httpx.Response:
+    return httpx.get(f"{server.url}/ops/rag_debug/{request_id}", headers=auth(key), timeout=30)
+
+
+def test_a_caller_cannot_name_the_request_id_not_even_an_existing_one(served):
+    """It used to be taken: a new question rewrote the earlier request's record, and the earlier
+    rating then belonged to another question."""
+    first = chat(served, question=QUESTION)
+    assert post(served, "/api/feedback", json={"request_id": first["request_id"], "rating": "up"}).status_code == 200
+    for path in ("/api/chat", "/api/chat/stream"):
+        for request_id in (first["request_id"], "brand-new-id-1"):
+            r = post(served, path, json={"question": "vendas", "request_id": request_id})
+            assert r.status_code == 422, r.text
+            body = r.json()
+            assert body["field"] == "request_id" and "send correlation_id" in body["error"], body
+    record = debug_record(served, first["request_id"])
+    assert record.status_code == 200 and record.json()["question"] == QUESTION
+    assert record.json()["final_decision"] == first["verdict"]["final_decision"]
+    assert debug_record(served, "brand-new-id-1").status_code == 404
+
+
+def test_a_correlation_id_is_kept_beside_the_request_and_never_keys_it(served):
+    one = chat(served, question=QUESTION, correlation_id="desk-7:a")
+    two = chat(served, question="vendas de inverno", correlation_id="desk-7:a")
+    assert one["correlation_id"] == two["correlation_id"] == "desk-7:a"
+    assert len({one["request_id"], two["request_id"], "desk-7:a"}) == 3
+    for out, question in ((one, QUESTION), (two, "vendas de inverno")):
+        record = debug_record(served, out["request_id"]).json()
+        assert (record["request_id"], record["correlation_id"], record["question"]) == \
+            (out["request_id"], "desk-7:a", question)
+    assert debug_record(served, "desk-7:a").status_code == 404
+    rated = post(served, "/api/feedback", json={"request_id": one["request_id"], "rating": "down"}).json()
+    assert rated["request_id"] == one["request_id"] and rated["correlation_id"] == "desk-7:a"
+    assert chat(served, question=QUESTION)["correlation_id"] is None
+    # the streaming variant: the server's id from the first event on, the caller's beside it
+    r = post(served, "/api/chat/stream", json={"question": QUESTION, "correlation_id": "desk-7:b"})
+    events = sse_events(r.text)
+    (kind, start), (last, result) = events[0], events[-1]
+    assert (kind, last) == ("start", "result")
+    assert start == {"request_id": result["request_id"], "correlation_id": "desk-7:b"}
+    assert result["correlation_id"] == "desk-7:b" and result["request_id"] not in (one["request_id"], "desk-7:b")
+
+
+# --- a wrong method: 405 with Allow, also inside the LangGraph server --------------------------------
+
+WRONG_METHODS = [
+    ("GET", "/api/chat", "POST"),
+    ("PUT", "/api/chat", "POST"),
+    ("GET", "/api/chat/stream", "POST"),
+    ("GET", "/api/feedback", "POST"),
+    ("DELETE", "/api/feedback", "POST"),
+    ("POST", "/api/session", "GET, HEAD"),
+    ("POST", "/api/health", "GET, HEAD"),
+    ("POST", "/ops/rag_debug/some-request-id", "GET, HEAD"),
+    ("DELETE", "/ops/rag_debug/some-request-id", "GET, HEAD"),
+]
+
+
+@pytest.mark.parametrize("method, path, allow", WRONG_METHODS, ids=[f"{m} {p}" for m, p, _ in WRONG_METHODS])
+def test_a_wrong_method_on_ragates_routes_gets_405_with_allow(served, method, path, allow):
+    """The routes live inside the LangGraph server: a request they did not take used to fall through
+    to LangGraph's own routes and come back 404."""
+    r = httpx.request(method, f"{served.url}{path}", headers=auth(ACME), timeout=30)
+    assert r.status_code == 405, (r.status_code, r.text)
+    assert r.headers["allow"] == allow
+    assert f"use {allow}" in r.json()["error"]
+
+
+def test_the_right_methods_still_reach_the_routes(served):
+    assert httpx.head(f"{served.url}/api/health", timeout=30).status_code == 200
+    assert httpx.get(f"{served.url}/api/nothing-here", headers=auth(ACME), timeout=30).status_code == 404
 
 
 def test_the_page_and_health_are_served(served):

@@ -461,10 +461,10 @@ def test_python_api_remembers_in_sqlite_under_home(corpus):
     from graph.entrypoints.api import Ragate, open_memory_store
 
     ctx = corpus.context("acme")
-    out = Ragate(ctx).ask("What is the CEO's favourite football team?", request_id="api-warn")
+    out = Ragate(ctx).ask("What is the CEO's favourite football team?", correlation_id="api-warn")
     assert out["verdict"]["final_decision"] == "WARNING" and out["memory"]["saved"] is True
     assert (corpus.home / "memory.sqlite").exists()
-    item = open_memory_store(ctx).get(("ragate", "memory", "acme"), "api-warn")
+    item = open_memory_store(ctx).get(("ragate", "memory", "acme"), out["request_id"])
     assert item is not None and item.value["tags"] == ["warning"]
 
 

@@ -52,6 +52,9 @@ def test_the_assistant_shows_its_nodes_conditional_edges_and_context_schema(serv
     assert {"tenant", "policy_path", "chat_model", "top_n"} <= set(context)
     assert "restricted to it inside the vector engine" in context["tenant"]["description"]
     assert "question" in schemas["input_schema"]["properties"]
+    # a caller's own id is a correlation id; the request id is the server's and not an input
+    assert "correlation_id" in schemas["input_schema"]["properties"]
+    assert "request_id" not in schemas["input_schema"]["properties"]
 
 
 # --- runs ---------------------------------------------------------------------------------------
@@ -175,6 +178,54 @@ def test_a_run_and_the_debug_route_share_one_store(served):
     assert httpx.get(f"{served.url}/ops/rag_debug/{state['request_id']}", headers=auth(GLOBEX), timeout=30).status_code == 404
 
 
+# --- request ids are the server's ------------------------------------------------------------------
+
+
+def run_wait(server, key: str, run_input: dict, thread_id: str | None = None) -> dict:
+    path = f"/threads/{thread_id}/runs/wait" if thread_id else "/runs/wait"
+    r = httpx.post(f"{server.url}{path}", headers=auth(key), timeout=60, json={"assistant_id": "ragate", "input": run_input})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_a_run_naming_a_request_id_is_refused_and_the_record_stays(served):
+    """A run's input used to set the request id: an existing id was reused and its record (and the
+    rating on it) rewritten with another question."""
+    acme = sdk(served, ACME)
+    first = acme.runs.wait(None, "ragate", input={"question": QUESTION})
+    for request_id in (first["request_id"], "a-new-id-of-mine"):
+        refused = run_wait(served, ACME, {"question": "vendas", "request_id": request_id})
+        assert refused["__error__"]["error"] == "QuestionError", refused
+        assert "send correlation_id" in refused["__error__"]["message"]
+    record = acme.store.get_item(["ragate", "requests", "acme"], first["request_id"])["value"]
+    assert record["question"] == QUESTION and record["request_id"] == first["request_id"]
+    assert not acme.store.get_item(["ragate", "requests", "acme"], "a-new-id-of-mine")
+
+
+def test_a_thread_run_naming_its_last_request_id_is_refused_and_the_thread_goes_on(served):
+    acme = sdk(served, ACME)
+    thread_id = acme.threads.create()["thread_id"]
+    turn = acme.runs.wait(thread_id, "ragate", input={"question": QUESTION})
+    refused = run_wait(served, ACME, {"question": "E em 2024?", "request_id": turn["request_id"]}, thread_id)
+    assert "send correlation_id" in refused["__error__"]["message"], refused
+    follow = run_wait(served, ACME, {"question": "E em 2024?", "correlation_id": "desk-42"}, thread_id)
+    assert follow["request_id"] not in (turn["request_id"], "desk-42")
+    assert follow["rag"]["correlation_id"] == "desk-42"
+    assert [t["request_id"] for t in follow["history"]] == [turn["request_id"], follow["request_id"]]
+    record = acme.store.get_item(["ragate", "requests", "acme"], follow["request_id"])["value"]
+    assert (record["correlation_id"], record["question"]) == ("desk-42", "E em 2024?")
+    assert acme.store.get_item(["ragate", "requests", "acme"], turn["request_id"])["value"]["question"] == QUESTION
+    # the next turn sends none: it does not inherit the previous turn's
+    last = run_wait(served, ACME, {"question": "E em 2023?"}, thread_id)
+    assert last["rag"]["correlation_id"] is None
+    assert acme.store.get_item(["ragate", "requests", "acme"], last["request_id"])["value"]["correlation_id"] is None
+
+
+def test_a_bad_correlation_id_is_refused_by_the_graph(served):
+    refused = run_wait(served, ACME, {"question": QUESTION, "correlation_id": "not a valid id!"})
+    assert "correlation_id must be 1-128 letters" in refused["__error__"]["message"], refused
+
+
 # --- other agents: RemoteGraph and MCP -----------------------------------------------------------
 
 
@@ -198,6 +249,8 @@ def test_remote_graph_runs_on_the_server_and_nests_in_a_local_graph(served):
     desk.add_edge("ragate", END)
     out = desk.compile().invoke({"question": QUESTION})
     assert out["answer"] and "acme-bi-2025-inverno-sales" in out["citations_used"]
+    with pytest.raises(Exception, match="send correlation_id"):
+        remote.invoke({"question": QUESTION, "request_id": "remote-1"})
 
 
 def _mcp(server, key, action):
@@ -227,7 +280,8 @@ def test_mcp_lists_the_graph_as_a_tool_and_calls_it_for_the_keys_tenant(served):
 
     result = _mcp(served, GLOBEX, call)
     text = " ".join(c.text for c in result.content)
-    assert not result.is_error and "'tenant': 'globex'" in text and "acme-" not in text
+    assert not result.is_error and "acme-" not in text  # the output contract (tests/test_clients.py checks it)
+    assert all(s["docId"].startswith("globex-") for s in result.structured_content["sources"])
     result = _mcp(served, ACME, call)
     assert "acme-bi-2025-inverno-sales" in " ".join(c.text for c in result.content)
 

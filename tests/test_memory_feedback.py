@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,10 +22,16 @@ from graph.governance.audit import FEEDBACK, REQUESTS, namespace
 from graph.governance.feedback import FeedbackError, get_feedback, parse_rating
 from graph.governance.logs import configure_request_log
 from graph.providers.persistence import close_all, open_checkpointer, open_store
+from graph.state import QuestionError
+from nodes.memory_shield import memory_shield
 
 ROOT = Path(__file__).resolve().parent.parent
 FIRST = "Quanto cresceram as vendas de inverno em 2025?"
 FOLLOW_UP = "E em 2026?"
+
+
+def runtime_for(ctx, store) -> SimpleNamespace:
+    return SimpleNamespace(context=ctx, store=store)
 
 
 @pytest.fixture(autouse=True)
@@ -120,6 +127,77 @@ def test_feedback_on_unknown_or_other_tenants_requests_is_refused(rag):
     assert rag.store.search(namespace(FEEDBACK, "acme")) == [] and rag.store.search(namespace(FEEDBACK, "globex")) == []
 
 
+# --- request ids are the server's ------------------------------------------------------------------
+
+
+def test_a_correlation_id_is_kept_beside_the_servers_request_id(rag):
+    one = rag.ask(FIRST, correlation_id="desk-1")
+    two = rag.ask("What is the CEO's favourite football team?", correlation_id="desk-1")
+    assert one["correlation_id"] == two["correlation_id"] == "desk-1"
+    assert len({one["request_id"], two["request_id"], "desk-1"}) == 3
+    for out, question in ((one, FIRST), (two, "What is the CEO's favourite football team?")):
+        record = rag.store.get(namespace(REQUESTS, "acme"), out["request_id"]).value
+        assert (record["request_id"], record["correlation_id"], record["question"]) == (out["request_id"], "desk-1", question)
+    assert rag.store.get(namespace(REQUESTS, "acme"), "desk-1") is None
+    assert rag.feedback(one["request_id"], rating="up")["correlation_id"] == "desk-1"
+    assert rag.ask(FIRST)["correlation_id"] is None
+    streamed = list(rag.stream(FIRST, correlation_id="desk-2"))
+    (start_kind, start), (last_kind, output) = streamed[0], streamed[-1]
+    assert (start_kind, last_kind) == ("start", "output")
+    assert start == {"request_id": output["request_id"], "correlation_id": "desk-2"} and output["correlation_id"] == "desk-2"
+    with pytest.raises(QuestionError, match="correlation_id must be 1-128 letters"):
+        rag.ask(FIRST, correlation_id="has space")
+
+
+def test_a_caller_cannot_name_the_request_id(rag):
+    """Ragate.ask(request_id=...) and a graph input naming request_id used to set it: an existing
+    request's record (and the rating on it) was rewritten with another question."""
+    first = rag.ask(FIRST)
+    rag.feedback(first["request_id"], rating="up")
+    for call in (rag.ask, rag.invoke, lambda q, **kw: list(rag.stream(q, **kw))):
+        with pytest.raises(TypeError, match="send correlation_id"):
+            call("vendas", request_id=first["request_id"])
+    for run_input in ({"question": "vendas", "request_id": first["request_id"]}, {"question": "vendas", "request_id": "new-1"}):
+        with pytest.raises(QuestionError, match="send correlation_id") as refused:
+            rag.graph.invoke(run_input, context=rag.context)
+        assert refused.value.status == 422
+    record = rag.store.get(namespace(REQUESTS, "acme"), first["request_id"]).value
+    assert record["question"] == FIRST and record["final_decision"] == first["verdict"]["final_decision"]
+    assert rag.store.get(namespace(REQUESTS, "acme"), "new-1") is None
+    assert get_feedback(rag.store, "acme", first["request_id"])["final_decision"] == first["verdict"]["final_decision"]
+    # a thread: naming the thread's last id is refused too, and the thread goes on
+    turn = rag.invoke(FIRST, thread_id="rid")
+    config = {"configurable": {"thread_id": "acme:rid"}}
+    with pytest.raises(QuestionError, match="send correlation_id"):
+        rag.thread_graph.invoke({"question": FOLLOW_UP, "request_id": turn["request_id"]}, config, context=rag.context)
+    follow = rag.invoke(FOLLOW_UP, thread_id="rid")
+    assert follow["request_id"] != turn["request_id"] and [t["question"] for t in follow["history"]] == [FIRST, FOLLOW_UP]
+
+
+def test_a_thread_turn_does_not_inherit_the_previous_turns_correlation_id(rag):
+    first = rag.ask(FIRST, thread_id="corr", correlation_id="turn-1")
+    second = rag.ask(FOLLOW_UP, thread_id="corr")
+    assert (first["correlation_id"], second["correlation_id"]) == ("turn-1", None)
+    assert rag.store.get(namespace(REQUESTS, "acme"), second["request_id"]).value["correlation_id"] is None
+
+
+def test_memory_shield_never_overwrites_a_request_record_or_a_remembered_answer(rag):
+    """Belt and braces: route_gate gives every request a new id, and memory_shield still refuses to
+    write over a record (or a memory entry) that exists under the id it is given."""
+    first = rag.ask(FIRST)
+    rag.feedback(first["request_id"], rating="down")
+    before = {kind: rag.store.get(namespace(kind, "acme"), first["request_id"]).value for kind in (REQUESTS, "memory")}
+    state = {"request_id": first["request_id"], "question": "vendas", "tenant": "acme", "answer": "another answer",
+             "rag": {"enabled": False, "question": "vendas"}, "verdict": {"final_decision": "OK", "scores": {}},
+             "history": [], "errors": []}
+    update = memory_shield(state, runtime_for(rag.context, rag.store))
+    for kind in (REQUESTS, "memory"):
+        assert rag.store.get(namespace(kind, "acme"), first["request_id"]).value == before[kind], kind
+    assert update["memory"]["saved"] is False and "not overwritten" in update["memory"]["reason"]
+    assert any("request record" in e and "not overwritten" in e for e in update["errors"]), update["errors"]
+    assert get_feedback(rag.store, "acme", first["request_id"])["final_decision"] == first["verdict"]["final_decision"]
+
+
 @pytest.mark.parametrize("rating, label, score", [("up", "up", 1.0), ("DOWN", "down", 0.0), ("5", "5", 1.0),
                                                   (3, "3", 0.5), ("1", "1", 0.0)])
 def test_ratings(rating, label, score):
@@ -133,8 +211,10 @@ def test_cli_ask_then_feedback(corpus, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("RAGATE_LOG", str(tmp_path / "requests.jsonl"))
     monkeypatch.delenv("RAGATE_MEMORY_URL", raising=False)
     args = ["--tenant", "acme", "--home", str(corpus.home)]
-    assert cli_main(["ask", FIRST, "--json", *args]) == 0
-    request_id = json.loads(capsys.readouterr().out)["request_id"]
+    assert cli_main(["ask", FIRST, "--json", "--correlation-id", "cli-1", *args]) == 0
+    out = json.loads(capsys.readouterr().out)
+    request_id = out["request_id"]
+    assert out["correlation_id"] == "cli-1" and request_id != "cli-1"
     assert cli_main(["feedback", request_id, "--rating", "4", "--comment", "bom", *args]) == 0
     assert f"feedback recorded for request {request_id}: rating 4" in capsys.readouterr().out
     assert cli_main(["feedback", "no-such-request", "--rating", "up", *args]) == 2
@@ -183,8 +263,9 @@ def test_one_json_log_line_per_request_without_document_text_or_secrets(corpus, 
     assert configure_request_log("stderr") == str(tmp_path / "log" / "requests.jsonl")
     try:
         rag = Ragate(corpus.context("acme"), store=open_store(tmp_path / "mem"), checkpointer=open_checkpointer(tmp_path / "mem"))
-        outs = [rag.invoke(q) for q in (FIRST, "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?",
-                                        "What is the CEO's favourite football team?")]
+        outs = [rag.invoke(q, correlation_id=f"log-{i}")
+                for i, q in enumerate((FIRST, "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?",
+                                       "What is the CEO's favourite football team?"))]
     finally:
         configure_request_log("off")
     lines = (tmp_path / "log" / "requests.jsonl").read_text(encoding="utf-8").splitlines()
@@ -192,6 +273,7 @@ def test_one_json_log_line_per_request_without_document_text_or_secrets(corpus, 
     records = [json.loads(line) for line in lines]
     for out, rec in zip(outs, records):
         assert rec["request_id"] == out["request_id"] and rec["tenant"] == "acme"
+        assert rec["correlation_id"] == out["rag"]["correlation_id"] == f"log-{records.index(rec)}"
         assert rec["route"]["intent"] == out["rag"]["intent"] and rec["route"]["enabled"] is True
         assert rec["sub_queries"] == (out["sub_queries"] or [out["question"]])
         assert set(rec["timings_ms"]) >= {"route_gate", "rerank", "compose", "judge"}

@@ -2,11 +2,11 @@
 
     from graph import Ragate, Context
     rag = Ragate(Context(tenant="acme"))
-    result = rag.ask("Quanto cresceram as vendas de inverno?", thread_id="t1")
-    print(result["answer"], result["citations_used"])
+    result = rag.ask("Quanto cresceram as vendas de inverno?", thread_id="t1", correlation_id="desk-42")
+    print(result["answer"], result["citations_used"], result["request_id"])  # the id is ragate's, new every time
     rag.ask("E em 2025?", thread_id="t1")            # the thread's history comes from the checkpointer
     rag.feedback(result["request_id"], rating="up", comment="useful")
-    for kind, item in rag.stream("Quais ações o playbook recomenda?"):  # tokens, with a chat model
+    for kind, item in rag.stream("Quais ações o playbook recomenda?"):  # ids, tokens (with a chat model), output
         print(item if kind == "token" else "", end="")
     rag.ask("")                                       # QuestionError: question is empty
 
@@ -16,18 +16,18 @@ or in PostgreSQL when `Context.memory_url` (RAGATE_MEMORY_URL) is set (graph/pro
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.types import Overwrite
 
 from graph.context import Context
 from graph.governance.feedback import record_feedback
 from graph.graph import compile_graph
 from graph.output import to_output
 from graph.providers.persistence import open_checkpointer, open_store
-from graph.state import QuestionError, check_question  # noqa: F401 -- QuestionError: callers catch it from here
+from graph.state import REQUEST_ID_REFUSED, QuestionError, check_correlation_id, check_question  # noqa: F401 -- QuestionError: callers catch it from here
 
 
 def open_memory_store(ctx: Context):
@@ -73,12 +73,21 @@ class Ragate:
         self.thread_graph = compile_graph(store=self.store, checkpointer=self.checkpointer)
 
     def _run(self, question: str, *, intent: str | None = None, entity: str | None = None,
-             request_id: str | None = None, history: list[dict] | None = None, thread_id: str | None = None,
-             context: Context | None = None) -> tuple[Any, dict[str, Any], dict[str, Any], Context]:
+             correlation_id: str | None = None, history: list[dict] | None = None, thread_id: str | None = None,
+             context: Context | None = None, **unknown: Any) -> tuple[Any, dict[str, Any], dict[str, Any], Context]:
         """(graph, input, config, context) of one question. QuestionError (a ValueError naming the
         problem) for a question no entry point takes: empty, too long, not text, not valid Unicode,
-        control characters (graph/state.py `check_question`); nothing runs and nothing is stored."""
-        payload: dict[str, Any] = {"question": check_question(question), "request_id": request_id or uuid.uuid4().hex}
+        control characters (graph/state.py `check_question`), or a malformed correlation id; nothing
+        runs and nothing is stored. The request id is ragate's (route_gate gives each request a new
+        one): `request_id=` is a TypeError that says to send `correlation_id` instead."""
+        if "request_id" in unknown:
+            raise TypeError(f"Ragate: {REQUEST_ID_REFUSED}")
+        if unknown:
+            raise TypeError(f"Ragate: unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+        payload: dict[str, Any] = {"question": check_question(question)}
+        correlation_id = check_correlation_id(correlation_id)
+        if correlation_id:
+            payload["correlation_id"] = correlation_id
         if intent:
             payload["intent"] = intent
         if entity:
@@ -94,21 +103,30 @@ class Ragate:
     def invoke(self, question: str, **kwargs: Any) -> dict[str, Any]:
         """The graph's final state. With `thread_id` the thread's earlier turns (checkpointed) are the
         history; without one the question stands alone and nothing is checkpointed. Keywords: intent,
-        entity, request_id, history, thread_id, context."""
+        entity, correlation_id (your own id for the request, kept beside it), history, thread_id, context."""
         graph, payload, config, ctx = self._run(question, **kwargs)
         _drop_ambient_store()
         return graph.invoke(payload, config=config or None, context=ctx)
 
     def stream(self, question: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
-        """("token", text) as the LLM composer writes the answer (none on the deterministic path),
-        then ("output", the output contract). The tokens are a preview: the output's `answer` is the
+        """("start", {request_id, correlation_id}) as soon as route_gate has given the request its id,
+        ("token", text) as the LLM composer writes the answer (none on the deterministic path), then
+        ("output", the output contract). The tokens are a preview: the output's `answer` is the
         judged one (a BLOCK verdict replaces it with the safe response)."""
         graph, payload, config, ctx = self._run(question, **kwargs)
         _drop_ambient_store()
         final: dict[str, Any] = {}
-        for mode, item in graph.stream(payload, config=config or None, context=ctx, stream_mode=["messages", "values"]):
+        modes = ["updates", "messages", "values"]
+        for mode, item in graph.stream(payload, config=config or None, context=ctx, stream_mode=modes):
             if mode == "values":
                 final = item
+                continue
+            if mode == "updates":
+                gate = item.get("route_gate")
+                if gate:  # the first node gives the request its id (written as an Overwrite, see graph/state.py)
+                    request_id = gate["request_id"]
+                    yield "start", {"request_id": request_id.value if isinstance(request_id, Overwrite) else request_id,
+                                    "correlation_id": gate["rag"].get("correlation_id")}
                 continue
             message, meta = item
             if meta.get("langgraph_node") == "compose" and message.text:

@@ -27,11 +27,12 @@ from graph.governance.tenancy import LOCAL_DEV_SETTING, KeyConfigError, KeyRing
 from graph.graph import graph as compiled_graph
 from graph.indexing.ingest import IngestError, ingest_path
 from graph.policy import PolicyError, load_policy
+from graph.providers import data_folder
 from graph.providers.persistence import PersistenceError
 from graph.providers.resources import check_providers, embeddings_for
 from graph.providers.specs import ProviderError
 from graph.providers.vectorstore import CollectionError, close_all
-from graph.state import QuestionError, check_question
+from graph.state import QuestionError, check_correlation_id, check_question
 
 SAMPLES = SAMPLES_DIR
 
@@ -147,7 +148,7 @@ def _print_answer(out: dict) -> None:
         print(f"  suggestion: {s}")
     if out["rag"].get("error"):
         print(f"note: {out['rag']['error']}")
-    print(f"request id: {out['request_id']}")
+    print(f"request id: {out['request_id']}" + (f" (correlation id {out['correlation_id']})" if out.get("correlation_id") else ""))
 
 
 def _print_streamed(events) -> None:
@@ -158,7 +159,7 @@ def _print_streamed(events) -> None:
         if kind == "token":
             streamed.append(item)
             print(item, end="", flush=True)
-        else:
+        elif kind == "output":
             out = item
     text = "".join(streamed).strip()
     if not text:  # the deterministic composer does not stream
@@ -193,6 +194,7 @@ def _ragate(ctx, prefix: str):
 def cmd_ask(args: argparse.Namespace) -> int:
     try:  # before anything is opened: a refused question costs nothing and leaves nothing behind
         args.question = check_question(args.question)
+        check_correlation_id(args.correlation_id)
     except QuestionError as exc:
         print(f"ragate ask: {exc}", file=sys.stderr)
         return 2
@@ -205,7 +207,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     rag = _ragate(ctx, "ragate ask")
     if rag is None:
         return 2
-    asked = dict(intent=args.intent, entity=args.entity, thread_id=args.thread)
+    asked = dict(intent=args.intent, entity=args.entity, thread_id=args.thread, correlation_id=args.correlation_id)
     if args.stream and not args.json:
         _print_streamed(rag.stream(args.question, **asked))
         return 0
@@ -242,7 +244,12 @@ def _ingest_samples(ctx, progress: bool) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     """Ingest the bundled sample corpus and answer a few sample questions."""
     ctx = _context(args)
-    _ingest_samples(ctx, progress=not args.quiet)
+    try:
+        check_providers(ctx)  # the providers, and the data folder taken for this process, before anything is read
+        _ingest_samples(ctx, progress=not args.quiet)
+    except (IngestError, CollectionError, ProviderError, PersistenceError) as exc:  # DataFolderBusy: a ProviderError
+        print(f"ragate demo: {exc}", file=sys.stderr)
+        return 2
     _request_log(ctx)
     rag = _ragate(ctx, "ragate demo")
     if rag is None:
@@ -296,10 +303,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print("ragate serve: no API keys: set RAGATE_API_KEYS='key:tenant,...' or RAGATE_API_KEYS_FILE, "
               "or pass --local-dev to serve requests without keys (your machine only)", file=sys.stderr)
         return 2
-    if args.samples:
-        _ingest_samples(_context(args), progress=False)  # the flags, as the server gets them through `env`
-
-        close_all()  # the server opens the embedded engine's folder itself: one opener per folder
+    ctx = _context(args)  # the flags, as the server gets them through `env`; a bad RAGATE_* value stops here
+    home = ctx.home_path.resolve()
+    # The embedded engine opens a data folder in one process at a time. The folder is taken now and the
+    # server keeps it: execve keeps this pid and the lock (data_folder.keep_across_exec), and
+    # RAGATE_SERVE_PID tells the server's own processes (a --reload worker) that it holds it for them.
+    # A folder another process holds refuses the start here, in one line naming that process.
+    embedded = ctx.vector_store == "embedded"
+    claimed = False
+    try:
+        if embedded:
+            data_folder.claim(home)
+            claimed = True
+        check_providers(ctx)  # a misconfigured provider: one line, not a server that fails every request
+        if args.samples:
+            _ingest_samples(ctx, progress=False)
+    except (IngestError, CollectionError, ProviderError, PersistenceError) as exc:  # DataFolderBusy: a ProviderError
+        close_all()
+        if claimed:
+            data_folder.release(home)
+        print(f"ragate serve: {exc}", file=sys.stderr)
+        return 2
+    close_all()  # the server opens the engine's collections itself; the folder stays taken for it
     base = f"http://{args.host}:{args.port}"
     print(f"ragate serve: LangGraph API   {base}   (docs {base}/docs)\n"
           f"              Studio          https://smith.langchain.com/studio/?baseUrl={base}\n"
@@ -317,11 +342,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
     for var in SERVE_PATH_SETTINGS:
         if env.get(var, "").strip():
             env[var] = str(Path(env[var].strip()).expanduser().resolve())
-    home = _context(args).home_path.resolve()
     env["RAGATE_HOME"] = str(home)
+    env.pop(data_folder.SERVE_PID_SETTING, None)
+    if claimed:
+        env[data_folder.SERVE_PID_SETTING] = str(os.getpid())
+        data_folder.keep_across_exec(home)
     home.mkdir(parents=True, exist_ok=True)
     os.chdir(home)
-    os.execve(sys.executable, argv, env)  # the server takes this process (and its pid) over
+    try:
+        os.execve(sys.executable, argv, env)  # the server takes this process (its pid, its lock) over
+    finally:  # only when execve failed
+        if claimed:
+            data_folder.release(home)
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -446,6 +478,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top-n", dest="top_n", type=int, help="chunks kept after reranking")
     p.add_argument("--json", action="store_true", help="print the output contract as one JSON object")
     p.add_argument("--thread", help="thread id: earlier questions of the thread are its history (checkpointed)")
+    p.add_argument("--correlation-id", dest="correlation_id",
+                   help="your own id for this request, kept beside it (the request id is ragate's, new every time)")
     p.add_argument("--stream", action="store_true", help="print the answer as the chat model writes it (with --chat-model)")
     _common(p)
     p.set_defaults(func=cmd_ask)

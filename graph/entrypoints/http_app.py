@@ -1,20 +1,26 @@
 """ragate over HTTP: the routes people and programs use, mounted into the LangGraph server.
 
 `langgraph.json` mounts `app` (`"http": {"app": "./graph/http_app.py:app"}`), so one process
-serves LangGraph's API (Studio, /runs, /mcp) and these routes:
+serves LangGraph's API (Studio, /runs, threads, the store) and these routes:
 
     GET  /                          the question page (graph/entrypoints/web/)
     GET  /api/session               who the credentials say you are (tenant, local development mode)
-    POST /api/chat                  {question, intent?, entity?, thread_id?, context?} -> the output contract
+    POST /api/chat                  {question, intent?, entity?, thread_id?, correlation_id?, context?} -> the output contract
     POST /api/chat/stream           the same as server-sent events: `token`s, then one `result` (with sources)
     POST /api/feedback              {request_id, rating: up|down|1-5, comment?}
     GET  /ops/rag_debug/{id}        the request record the graph wrote for that request
     GET  /api/health                liveness without credentials
+    *    /mcp                       the graph as the MCP tool `ragate` (graph/entrypoints/mcp_server.py)
 
 The tenant comes from the caller's API key (graph/governance/tenancy.py), never from the body; a body that
 names another tenant is refused. Bad input gets a 4xx whose message says what to fix; a 500 means
-a fault of ours, and says the request id to look for in the log. The app also runs on its own
-(`uvicorn graph.entrypoints.http_app:app`), without the LangGraph server.
+a fault of ours, and says the reference to look for in the log. A wrong method on these routes gets
+405 with an `Allow` header. The app also runs on its own (`uvicorn graph.entrypoints.http_app:app`),
+without the LangGraph server.
+
+Request ids are the server's: the graph gives every request a new one (nodes/route_gate.py). A
+caller that sends `request_id` to /api/chat gets 422 saying to send `correlation_id`, its own id
+for the request, which is kept beside it (output, request record, log line) and never keys it.
 """
 
 from __future__ import annotations
@@ -36,18 +42,27 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from starlette.routing import Mount, Route
+from starlette.routing import Mount, Route, request_response
 from starlette.staticfiles import StaticFiles
 
 from graph import settings
 from graph.assets import WEB_DIR
 from graph.context import Context
 from graph.entrypoints.api import Ragate
+from graph.entrypoints.mcp_server import McpEndpoint
 from graph.governance.audit import REQUESTS, namespace
 from graph.governance.feedback import FeedbackError, UnknownRequestError, parse_rating
 from graph.governance.tenancy import AccessError, Caller, KeyRing, caller_context, server_keyring
 from graph.policy import PolicyError, load_policy
-from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN, QuestionError, check_question
+from graph.providers.data_folder import DataFolderBusy
+from graph.state import (
+    MAX_QUESTION_CHARS,
+    REQUEST_ID_PATTERN,
+    REQUEST_ID_REFUSED,
+    QuestionError,
+    check_correlation_id,
+    check_question,
+)
 
 log = logging.getLogger("ragate.http")
 
@@ -60,7 +75,9 @@ SLOT_SECONDS_SETTING = "RAGATE_RUN_SLOT_SECONDS"
 # Runs in the graph at once, waiting ones included: below anyio's default of 40 worker threads, which
 # every other route's blocking call shares.
 MAX_RUNS_IN_GRAPH = 32
-CHAT_FIELDS = {"question", "intent", "entity", "thread_id", "tenant", "context", "request_id"}
+CHAT_FIELDS = {"question", "intent", "entity", "thread_id", "tenant", "context", "correlation_id"}
+# Fields a chat body may not hold, refused by name with what to send instead.
+CHAT_REFUSED = {"request_id": REQUEST_ID_REFUSED}
 FEEDBACK_FIELDS = {"request_id", "rating", "comment", "tenant"}
 
 
@@ -147,8 +164,9 @@ class BadRequest(Exception):
         self.status, self.message, self.field = status, message, field
 
 
-def _error(status: int, message: str, **extra: Any) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+def _error(status: int, message: str, *, headers: dict[str, str] | None = None, **extra: Any) -> JSONResponse:
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
     return JSONResponse({"error": message, **{k: v for k, v in extra.items() if v is not None}}, status, headers=headers)
 
 
@@ -270,10 +288,13 @@ class ChatRequest:
     intent: str | None
     entity: str | None
     thread_id: str | None
-    request_id: str
+    correlation_id: str | None
 
 
 def parse_chat(data: dict[str, Any], caller: Caller, base: Context) -> ChatRequest:
+    for name, message in CHAT_REFUSED.items():  # first: it is the one thing to fix, whatever else the body holds
+        if name in data:
+            raise BadRequest(422, message, name)
     question = _question(data)
     overrides = data.get("context")
     if overrides is not None and not isinstance(overrides, dict):
@@ -296,8 +317,11 @@ def parse_chat(data: dict[str, Any], caller: Caller, base: Context) -> ChatReque
     if thread_id is not None and not THREAD_ID_RE.match(thread_id):
         raise BadRequest(422, "thread_id must be 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter "
                               "or digit", "thread_id")
-    request_id = _check_request_id(_optional_str(data, "request_id", 128) or uuid.uuid4().hex, "request_id")
-    return ChatRequest(question, ctx, intent, entity, thread_id, request_id)
+    try:
+        correlation_id = check_correlation_id(data.get("correlation_id"))
+    except QuestionError as exc:
+        raise BadRequest(exc.status, str(exc), "correlation_id") from None
+    return ChatRequest(question, ctx, intent, entity, thread_id, correlation_id)
 
 
 # --- routes -------------------------------------------------------------------------------------
@@ -309,7 +333,7 @@ def _chat_output(output: dict[str, Any], thread_id: str | None) -> dict[str, Any
 
 def _ask_kwargs(chat: ChatRequest) -> dict[str, Any]:
     return {"intent": chat.intent, "entity": chat.entity, "thread_id": chat.thread_id,
-            "request_id": chat.request_id, "context": chat.context}
+            "correlation_id": chat.correlation_id, "context": chat.context}
 
 
 def _handles_errors(handler):
@@ -323,6 +347,9 @@ def _handles_errors(handler):
             return _error(exc.status, exc.message, field=exc.field)
         except AccessError as exc:
             return _error(exc.status, exc.message)
+        except DataFolderBusy as exc:  # another process holds the engine's folder: never an answer from nothing
+            log.error("ragate: %s %s: %s", request.method, request.url.path, exc)
+            return _error(503, DataFolderBusy.PUBLIC_REASON)
         except Exception:
             reference = uuid.uuid4().hex[:12]
             log.exception("ragate: %s %s failed (reference %s)", request.method, request.url.path, reference)
@@ -330,6 +357,32 @@ def _handles_errors(handler):
 
     wrapped.__name__ = handler.__name__
     return wrapped
+
+
+class _OnlyAllowed:
+    """The ASGI app of one of our routes: `methods` (and HEAD with GET) reach `handler`, any other
+    method gets 405 with an `Allow` header. Starlette gives a function endpoint the methods it names
+    and lets any other method through to whatever comes next: inside the LangGraph server, its own
+    routes, which answer 404. An app (not a function) is matched on its path alone, so the wrong
+    method ends here."""
+
+    def __init__(self, handler, methods: list[str]):
+        self.allowed = frozenset(methods) | ({"HEAD"} if "GET" in methods else frozenset())
+        self.allow = ", ".join(sorted(self.allowed))
+        self.app = request_response(handler)
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["method"] in self.allowed:
+            await self.app(scope, receive, send)
+            return
+        response = _error(405, f"{scope['method']} is not allowed on {scope['path']}; use {self.allow}",
+                          headers={"Allow": self.allow})
+        await response(scope, receive, send)
+
+
+def _route(path: str, handler, methods: list[str]) -> Route:
+    """A route of ours that answers every method (`_OnlyAllowed`): 405 with Allow for a wrong one."""
+    return Route(path, _OnlyAllowed(handler, methods), name=handler.__name__)
 
 
 def build_app(server: Server | None = None) -> Starlette:
@@ -357,30 +410,34 @@ def build_app(server: Server | None = None) -> Starlette:
 
     @_handles_errors
     async def chat(request: Request) -> Response:
-        data = await _json_body(request, CHAT_FIELDS)
+        data = await _json_body(request, CHAT_FIELDS | set(CHAT_REFUSED))  # refused by name in parse_chat
         parsed = await run_sync(server.parse_chat, request, data)
         output = await run_graph(lambda: server.ragate.ask(parsed.question, **_ask_kwargs(parsed)))
         return JSONResponse(_chat_output(output, parsed.thread_id))
 
     @_handles_errors
     async def chat_stream(request: Request) -> Response:
-        data = await _json_body(request, CHAT_FIELDS)
+        data = await _json_body(request, CHAT_FIELDS | set(CHAT_REFUSED))
         parsed = await run_sync(server.parse_chat, request, data)
         ragate = await run_sync(lambda: server.ragate)
 
         def events() -> Iterator[str]:
-            yield _sse("start", {"request_id": parsed.request_id})
+            ids: dict[str, Any] = {"request_id": None, "correlation_id": parsed.correlation_id}
             try:
                 for kind, item in ragate.stream(parsed.question, **_ask_kwargs(parsed)):
-                    if kind == "token":
+                    if kind == "start":  # the request id the graph gave it, as soon as it has one
+                        ids = item
+                        yield _sse("start", item)
+                    elif kind == "token":
                         yield _sse("token", {"text": item})
                     else:
                         yield _sse("result", _chat_output(item, parsed.thread_id))
             except Exception:
                 reference = uuid.uuid4().hex[:12]
-                log.exception("ragate: streamed request %s failed (reference %s)", parsed.request_id, reference)
+                log.exception("ragate: streamed request %s (correlation id %s) failed (reference %s)",
+                              ids["request_id"], ids["correlation_id"], reference)
                 yield _sse("error", {"error": f"internal error (reference {reference} in the server log)",
-                                     "request_id": parsed.request_id})
+                                     **{k: v for k, v in ids.items() if v is not None}})
 
         async def admitted_events() -> AsyncIterator[str]:
             async with runs.admitted():  # the whole stream is one graph run
@@ -431,14 +488,24 @@ def build_app(server: Server | None = None) -> Starlette:
     async def page(request: Request) -> Response:
         return FileResponse(WEB / "index.html", headers={"Cache-Control": "no-cache"})
 
+    async def mcp_answer(caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The MCP tool (graph/entrypoints/mcp_server.py): /api/chat's parsing, admission and run."""
+        parsed = await run_sync(parse_chat, arguments, caller, server.base_context)
+        output = await run_graph(lambda: server.ragate.ask(parsed.question, **_ask_kwargs(parsed)))
+        return _chat_output(output, parsed.thread_id)
+
     routes = [
         Route("/", page, methods=["GET"]),
-        Route("/api/health", health, methods=["GET"]),
-        Route("/api/session", session, methods=["GET"]),
-        Route("/api/chat", chat, methods=["POST"]),
-        Route("/api/chat/stream", chat_stream, methods=["POST"]),
-        Route("/api/feedback", feedback, methods=["POST"]),
-        Route("/ops/rag_debug/{request_id:str}", rag_debug, methods=["GET"]),
+        # /api/* and /ops/*: a wrong method gets 405 with Allow (`_route`), also inside the LangGraph server.
+        _route("/api/health", health, ["GET"]),
+        _route("/api/session", session, ["GET"]),
+        _route("/api/chat", chat, ["POST"]),
+        _route("/api/chat/stream", chat_stream, ["POST"]),
+        _route("/api/feedback", feedback, ["POST"]),
+        _route("/ops/rag_debug/{request_id:str}", rag_debug, ["GET"]),
+        # Ahead of the LangGraph server's own /mcp (custom routes come first), every method.
+        Route("/mcp", McpEndpoint(server.caller, mcp_answer, refusals=(BadRequest,),
+                                  accepted=CHAT_FIELDS | set(CHAT_REFUSED))),
         Mount("/web", app=StaticFiles(directory=WEB, check_dir=False), name="web"),
     ]
     app = Starlette(routes=routes)

@@ -17,6 +17,10 @@ can never be installed together. This app imports only ragate's core and the `la
     RAGATE_API_KEYS="acme-key-0001:acme" .venv-langserve/bin/uvicorn graph.entrypoints.langserve_app:app --port 8001
     # or the whole check: make test-langserve
 
+A setting it cannot start with (a key under 8 characters, a tenant id that is not one, a provider
+without its key, a data folder another process holds) ends it at start-up with ONE line on stderr
+that names the setting and the rule, and exit status 3 (uvicorn's own for a failed start-up).
+
 Who may read what is decided as everywhere else in ragate (graph/governance/tenancy.py):
 
 * the tenant is the caller's API key's (`Authorization: Bearer KEY`; keys in RAGATE_API_KEYS /
@@ -28,22 +32,34 @@ Who may read what is decided as everywhere else in ragate (graph/governance/tena
   (`tenancy.CALLER_SETTABLE`: collections, k, top_n, ...); a tenant, a server setting (home,
   policy, providers) or a `langgraph_auth_user` of the client's own is refused with 422, and the
   other config keys (tags, metadata, ...) are dropped by LangServe (`config_keys`);
-* the input is `question` (+ intent, entity, request_id, history) and nothing else: an unknown
-  field, a missing question or a wrongly typed one is refused with 422 before anything runs.
+* the input is `question` (+ intent, entity, correlation_id, history) and nothing else: an unknown
+  field, a missing question or a wrongly typed one is refused with 422 before anything runs. The
+  server gives every request its id (the output's `request_id`); a body that sends a `request_id`
+  is refused with a 422 that says to send `correlation_id` (an id of the caller's own) instead.
 
 Each run uses the server's persistent store (RAGATE_HOME / RAGATE_MEMORY_URL, like the CLI and the
 LangGraph server), so memory_shield writes the request record and the remembered answer under
-the caller's tenant. LangServe runnables are stateless: no threads here (use /api/chat or the
-LangGraph server for a thread's history; a stateless caller may send its own `history`).
+the caller's tenant. With the embedded vector engine the data folder is this process's alone
+(graph/providers/data_folder.py): taken at start-up, which is refused in one line naming the
+process that holds it (`ragate serve` on the same RAGATE_HOME, say); a request that reaches the
+app while it cannot open the engine gets 503 with that reason, never an answer from nothing. Beside
+`ragate serve`, give it its own RAGATE_HOME, or have both use a Qdrant server.
+
+LangServe runnables are stateless: no threads here (use /api/chat or the LangGraph server for a
+thread's history; a stateless caller may send its own `history`).
 
 The playground page needs no key, but the runs it starts do: in a browser it answers only when
-the server runs with RAGATE_LOCAL_DEV=1 (your machine only).
+the server runs with RAGATE_LOCAL_DEV=1 (your machine only). Its forms are drawn from the input and
+config schemas, which say an optional field's type without "or null" (`drawable_schema`): the
+playground's renderer knows no null type and would draw a blank page.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import sys
 import threading
 import typing
 from collections.abc import AsyncIterator, Iterator
@@ -54,12 +70,13 @@ import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
-from langchain_core.runnables import ConfigurableFieldSpec, Runnable, RunnableConfig
+from langchain_core.runnables import ConfigurableFieldSpec, Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import patch_config
 from langgraph.types import Send
 from langserve import add_routes
 from langserve.serialization import WellKnownLCSerializer
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 from starlette.concurrency import run_in_threadpool
 
 from graph.context import Context
@@ -68,14 +85,20 @@ from graph.governance.tenancy import (
     AUTH_USER_KEY,
     CALLER_SETTABLE,
     AccessError,
+    KeyConfigError,
+    KeyRing,
     caller_context,
     caller_tenant,
     server_keyring,
 )
 from graph.graph import compile_graph
 from graph.output import to_output
+from graph.providers.data_folder import DataFolderBusy
+from graph.providers.persistence import PersistenceError
 from graph.providers.persistence import close_all as close_stores
-from graph.providers.resources import check_providers
+from graph.providers.resources import check_providers, hold_vector_engine
+from graph.providers.specs import ProviderError
+from graph.providers.vectorstore import CollectionError
 from graph.providers.vectorstore import close_all as close_indexes
 from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN, check_question
 
@@ -88,11 +111,34 @@ STREAM_MODES = ["updates", "messages", "values"]
 
 # --- what a caller sends and receives -----------------------------------------------------------
 
+NULL = {"type": "null"}
+
+
+def drawable_schema(schema: dict[str, Any], _model: Any = None) -> None:
+    """A model's JSON schema as LangServe's playground can draw it: an optional field is its type,
+    not "its type or null" (the playground's form renderer knows no {"type": "null"} and draws a blank
+    page), and has no `null` default (the form would start from a value its own check refuses).
+    Only the schema changes: validation still takes a null or an absent value, and refuses the rest."""
+    for prop in (schema.get("properties") or {}).values():
+        options = prop.get("anyOf")
+        if isinstance(options, list) and NULL in options:
+            rest = [option for option in options if option != NULL]
+            del prop["anyOf"]
+            if len(rest) == 1:
+                prop.update({k: v for k, v in rest[0].items() if k not in prop})
+            else:
+                prop["anyOf"] = rest
+        if "default" in prop and prop["default"] is None:
+            del prop["default"]
+
+
+DRAWABLE = ConfigDict(json_schema_extra=drawable_schema)
+
 
 class HistoryTurn(BaseModel):
     """One earlier exchange a stateless caller hands back (oldest first)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", **DRAWABLE)
 
     question: str = Field(max_length=MAX_QUESTION_CHARS)
     answer: str = Field(max_length=20_000)
@@ -101,19 +147,33 @@ class HistoryTurn(BaseModel):
     final_decision: Optional[Literal["OK", "WARNING", "BLOCK"]] = None
 
 
+REQUEST_ID_REFUSED = ("request_id is assigned by the server, a new one for every request (the output's request_id), "
+                      "and cannot be sent; send correlation_id to tag the request with an id of yours")
+
+
 class RagInput(BaseModel):
-    """A question for ragate. There is no tenant here: the tenant is the caller's API key's."""
-    model_config = ConfigDict(extra="forbid", title="RagInput")
+    """A question for ragate. There is no tenant here: the tenant is the caller's API key's. There is
+    no request id either: the server gives every request a new one (the output's `request_id`); a
+    caller tags a request with an id of its own as `correlation_id`."""
+    model_config = ConfigDict(extra="forbid", title="RagInput", **DRAWABLE)
 
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
                           description="The question, in Portuguese or English.")
     intent: Optional[str] = Field(None, max_length=64,
                                   description="An intent of the policy (e.g. sales); inferred from the question when absent.")
     entity: Optional[str] = Field(None, max_length=64, description="An entity profile of the policy.")
-    request_id: Optional[str] = Field(None, pattern=REQUEST_ID_PATTERN,
-                                      description="Id of this request (memory and feedback key); generated when absent.")
+    correlation_id: Optional[str] = Field(None, pattern=REQUEST_ID_PATTERN,
+                                          description="An id of yours for this request, kept beside it (1-128 letters, "
+                                                      "digits, '.', '_', ':', '-'); the server assigns the request_id.")
     history: Optional[list[HistoryTurn]] = Field(None, max_length=MAX_HISTORY_TURNS,
                                                  description="Earlier turns of a conversation, oldest first.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_request_id(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "request_id" in data:
+            raise PydanticCustomError("request_id_refused", REQUEST_ID_REFUSED)
+        return data
 
     @field_validator("question")
     @classmethod
@@ -146,7 +206,8 @@ class RagOutput(BaseModel):
 
     model_config = ConfigDict(title="RagOutput")
 
-    request_id: Optional[str] = None
+    request_id: Optional[str] = Field(None, description="The server's id of this request (feedback, /ops/rag_debug).")
+    correlation_id: Optional[str] = Field(None, description="The caller's own id of this request, when it sent one.")
     answer: str = Field("", description="The answer, each claim followed by [doc_id].")
     citations_used: list[str] = Field(default_factory=list, description="The ids the answer cites (all retrieved).")
     coverage_level: Literal["high", "medium", "low", "none"] = "none"
@@ -179,11 +240,11 @@ SETTING_FIELDS = _setting_fields()
 def _settings_model() -> type[BaseModel]:
     """The settings as a model that refuses anything else (an extra key is a 422)."""
     fields = {name: (annotation, Field(None, description=text)) for name, (annotation, text) in SETTING_FIELDS.items()}
-    return create_model("RagSettings", __config__=ConfigDict(extra="forbid"), **fields)
+    return create_model("RagSettings", __config__=ConfigDict(extra="forbid", **DRAWABLE), **fields)
 
 
 RagSettings = _settings_model()
-RagConfig = create_model("RagConfig", configurable=(Optional[RagSettings], Field(
+RagConfig = create_model("RagConfig", __config__=DRAWABLE, configurable=(Optional[RagSettings], Field(
     None, description="Per-request settings; the tenant and the server's settings are not among them.")))
 
 
@@ -246,6 +307,11 @@ class RagateRunnable(Runnable[dict, dict]):
     def config_schema(self, *, include: typing.Sequence[str] | None = None) -> type[BaseModel]:
         """What LangServe validates a request's config with: RagSettings, extra keys refused."""
         return RagConfig if "configurable" in (include or ()) else create_model("RagConfig")
+
+    def with_config(self, config: RunnableConfig | None = None, **kwargs: Any) -> Runnable[dict, dict]:
+        """LangServe's /rag/config_schema and playground describe the config of `with_config(...)`:
+        that binding describes it as this runnable does (RagConfig)."""
+        return BoundRagate(bound=self, config=typing.cast(RunnableConfig, {**(config or {}), **kwargs}), kwargs={})
 
     # What one run gets.
     def context_for(self, config: RunnableConfig | None) -> Context:
@@ -330,9 +396,28 @@ class RagateRunnable(Runnable[dict, dict]):
             yield chunk
 
 
+class BoundRagate(RunnableBinding):
+    """RagateRunnable with a config. A plain RunnableBinding would build its config schema from
+    `config_specs` (every setting "its type or null", which the playground cannot draw); this one
+    asks the runnable (RagConfig)."""
+
+    def config_schema(self, *, include: typing.Sequence[str] | None = None) -> type[BaseModel]:
+        return self.bound.config_schema(include=include)
+
+
 # --- authentication: LangServe's per-request config modifier --------------------------------------
 
 runnable = RagateRunnable()
+ENGINE_UNAVAILABLE = DataFolderBusy.PUBLIC_REASON
+
+
+def engine_unavailable_reason(exc: DataFolderBusy) -> str:
+    """What a caller is told when this process cannot open the engine: the reason, without the
+    folder or the other process's command line (server-side details; the log has them)."""
+    log.error("ragate langserve: %s", exc)
+    return ENGINE_UNAVAILABLE
+
+
 def _http_error(status: int, message: str) -> HTTPException:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return HTTPException(status_code=status, detail=message, headers=headers)
@@ -353,8 +438,13 @@ def authorize(config: dict[str, Any], request: Request) -> dict[str, Any]:
             raise AccessError(403, f"configurable field(s) {', '.join(refused)} cannot be set by a caller; "
                                    f"a caller may set only {', '.join(CALLER_SETTABLE)}")
         caller_context(caller, settings, runnable.base_context)  # the tenant resolves; the values are valid
+        # The data folder is this process's (taken at start-up; taken now when the app started without
+        # its lifespan): a process that cannot open the engine says why, never answers from nothing.
+        hold_vector_engine(runnable.base_context)
     except AccessError as exc:
         raise _http_error(exc.status, exc.message) from None
+    except DataFolderBusy as exc:
+        raise _http_error(503, engine_unavailable_reason(exc)) from None
     except ValueError as exc:
         raise _http_error(422, str(exc)) from None
     return {**config, "configurable": {**settings, AUTH_USER_KEY: caller.as_auth_user()}}
@@ -378,23 +468,53 @@ class RagateSerializer(WellKnownLCSerializer):
         return orjson.dumps(obj, default=_json_default)
 
 
+# uvicorn's exit status for an app that cannot start (gunicorn reads it from a worker as "failed to boot").
+STARTUP_FAILED = 3
+
+
+class StartupError(Exception):
+    """A setting the app cannot start with, said in one line that names it."""
+
+
+def start() -> None:
+    """What the app checks and opens before its first request: the keys, the settings, the providers,
+    the data folder (taken for this process, every collection opened), the store and the graph."""
+    try:
+        keys = KeyRing()  # read now: a broken entry names the setting and the rule
+    except KeyConfigError as exc:
+        raise StartupError(str(exc)) from None
+    try:
+        ctx = runnable.base_context
+    except ValueError as exc:  # a RAGATE_* value that cannot be read, named
+        raise StartupError(f"bad setting in the environment: {exc}") from None
+    if not keys.configured and not keys.local_dev:
+        log.warning("ragate langserve: no API keys (RAGATE_API_KEYS / RAGATE_API_KEYS_FILE): every request will "
+                    "be refused; set RAGATE_LOCAL_DEV=1 to serve keyless requests on your machine")
+    try:
+        server_keyring()
+        check_providers(ctx)
+        hold_vector_engine(ctx, open_collections=True)
+        runnable.graph  # noqa: B018 (opens the store, compiles the graph)
+    except AccessError as exc:
+        raise StartupError(exc.message) from None
+    except (ProviderError, CollectionError, PersistenceError) as exc:  # DataFolderBusy is a ProviderError
+        raise StartupError(str(exc)) from None
+
+
 @asynccontextmanager
 async def lifespan(_app: FastAPI):
-    """Fail at start-up, in one line, on broken keys or a misconfigured provider or store; open the
-    store and compile the graph before the first request."""
-    def start() -> None:
-        keys = server_keyring()
-        if not keys.configured and not keys.local_dev:
-            log.warning("ragate langserve: no API keys (RAGATE_API_KEYS / RAGATE_API_KEYS_FILE): every request will "
-                        "be refused; set RAGATE_LOCAL_DEV=1 to serve keyless requests on your machine")
-        check_providers(runnable.base_context)
-        runnable.graph  # noqa: B018 (opens the store, compiles the graph)
-
-    await run_in_threadpool(start)
+    """Open everything before the first request. A setting the app cannot start with ends the process
+    here with ONE line on stderr naming it (never a traceback) and exit status 3: raising would have
+    Starlette hand uvicorn the whole traceback to print."""
+    try:
+        await run_in_threadpool(start)
+    except StartupError as exc:
+        print(f"ragate langserve: {exc}", file=sys.stderr, flush=True)
+        close_indexes()
+        os._exit(STARTUP_FAILED)
     try:
         yield
     finally:
-
         close_stores()
         close_indexes()
 
@@ -417,6 +537,13 @@ async def invalid_input(request: Request, exc: ValidationError):
         return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
     log.error("ragate langserve: %s %s failed: %s", request.method, request.url.path, exc)
     return JSONResponse({"detail": "Internal Server Error"}, status_code=500)
+
+
+@app.exception_handler(DataFolderBusy)
+async def engine_unavailable(request: Request, exc: DataFolderBusy):
+    """A run that finds the engine's data folder held elsewhere is a 503 with the reason: never a 200
+    with an answer from nothing."""
+    return JSONResponse({"detail": engine_unavailable_reason(exc)}, status_code=503)
 
 
 @app.get("/health")

@@ -13,7 +13,8 @@ the caller and the key names the tenant. On LangGraph's own API (/assistants, /t
 * the store is readable only under the caller's tenant's namespaces (`("ragate", kind, tenant)`);
 * assistants can be read by everyone with a key, created or changed only in local development
   mode (an assistant's saved context could otherwise carry server settings);
-* without a key, requests are refused unless the server runs with `RAGATE_LOCAL_DEV=1`.
+* without a key, requests are refused unless the server runs with `RAGATE_LOCAL_DEV=1`; a keyless
+  run then reads the tenant its context names, or `RAGATE_TENANT`, as on ragate's own routes.
 """
 
 from __future__ import annotations
@@ -57,6 +58,17 @@ def _scope(ctx: Auth.types.AuthContext) -> dict[str, str] | None:
     return {TENANT_META: tenant} if tenant else None
 
 
+def _caller(ctx: Auth.types.AuthContext) -> Caller:
+    """The request's caller as ragate's own routes see it (`KeyRing.authenticate`). A keyless caller
+    (authenticate let it in: local development) carries no tenant in its auth user, so that the
+    tenant its run names wins inside the graph; it gets the server's default tenant (RAGATE_TENANT)
+    here, as on /api/chat. Raises AccessError (500) while the key configuration cannot be read."""
+    user = _user(ctx)
+    if user["tenant"]:
+        return Caller(tenant=user["tenant"], key_id=ctx.user.identity, local_dev=user["local_dev"])
+    return Caller(tenant=server_keyring().default_tenant, key_id=LOCAL_DEV_ID, local_dev=user["local_dev"])
+
+
 @auth.on.threads.create
 async def on_thread_create(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.create.value):
     scope = _scope(ctx)
@@ -68,14 +80,12 @@ async def on_thread_create(ctx: Auth.types.AuthContext, value: Auth.types.on.thr
 @auth.on.threads.create_run
 async def on_run_create(ctx: Auth.types.AuthContext, value: Auth.types.on.threads.create_run.value):
     """The run's context, checked and bound to the caller's tenant."""
-    user = _user(ctx)
     kwargs = value.get("kwargs") or {}
     context = kwargs.get("context")
     if context is None or not isinstance(context, dict):
         context = {}
-    caller = Caller(tenant=user["tenant"], key_id=ctx.user.identity if user["tenant"] else LOCAL_DEV_ID,
-                    local_dev=user["local_dev"])
     try:
+        caller = _caller(ctx)
         # Keys that are not Context fields are dropped by the server itself (it filters the context by
         # the graph's context schema, and mirrors `configurable` into it when no context is given).
         bound = caller_context(caller, {k: v for k, v in context.items() if k in CONTEXT_FIELDS})

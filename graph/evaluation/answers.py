@@ -222,7 +222,7 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
     store = InMemoryStore()  # throwaway: memory_shield writes here, never to a user's memory.sqlite
     graph = compile_graph(store=store)
     # One untimed run loads what the nodes load lazily (policy, analyzers, shards, the model).
-    graph.invoke({"question": queries[0].text, "request_id": "eval-warmup", **extra}, context=ctx)
+    graph.invoke({"question": queries[0].text, "correlation_id": "eval-warmup", **extra}, context=ctx)
     forget_query_vectors(ctx)
 
     bar = None
@@ -235,7 +235,7 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
     errors: list[str] = []
     for i, q in enumerate(queries):
         started = time.perf_counter()
-        state = graph.invoke({"question": q.text, "request_id": f"eval-{i}-{q.id}", **extra}, context=ctx)
+        state = graph.invoke({"question": q.text, "correlation_id": f"eval-{i}-{q.id}", **extra}, context=ctx)
         total = round((time.perf_counter() - started) * 1000, 3)
         for node, ms in (state.get("timings_ms") or {}).items():
             node_ms[_node_key(node)].append(ms)

@@ -1,9 +1,11 @@
 """The request record: what one request decided, kept for feedback, debugging and the log.
 
 Built from the final state by memory_shield (the last node of every path), it is
-- written to the store under `("ragate", "requests", tenant)`, keyed by the request id, so that
-  feedback can be checked against a real request of the same tenant and an operator can look the
-  request up later (the same record the graph produced, not a reconstruction);
+- written to the store under `("ragate", "requests", tenant)`, keyed by the request id (the
+  server's, new for every request: nodes/route_gate.py; a caller's own id is the record's
+  `correlation_id`, never its key), so that feedback can be checked against a real request of the
+  same tenant and an operator can look the request up later (the same record the graph produced,
+  not a reconstruction; memory_shield never writes over one);
 - emitted as one JSON line on the `ragate.requests` logger.
 
 It holds ids, decisions, scores and timings, never document text: no chunk content, no snippets, no
@@ -46,6 +48,7 @@ def request_record(state: State, memory: dict[str, Any] | None = None) -> dict[s
     return {
         "ts": utc_now(),
         "request_id": state.get("request_id"),
+        "correlation_id": rag.get("correlation_id"),
         "tenant": state.get("tenant"),
         "question": state.get("question"),
         "language": state.get("language"),

@@ -2,10 +2,13 @@
 
 `record_feedback` checks that the request exists for the caller's tenant (the request record that
 memory_shield wrote, see graph/governance/audit.py) and stores, under `("ragate", "feedback", tenant)`, the
-rating, the comment, the request id and the judge's scores, reasoning and decision of that request,
-so that a rating can be read beside what the judge thought. A request of another tenant is as
-unknown as one that never happened. The write is acknowledged only after the store has committed
-it (SQLite with synchronous=FULL or PostgreSQL, see graph/providers/persistence.py).
+rating, the comment, the request id (and the caller's correlation id of that request, if it sent
+one) and the judge's scores, reasoning and decision of that request, so that a rating can be read
+beside what the judge thought. Request ids are the server's (nodes/route_gate.py gives every
+request a new one and memory_shield never writes over a record), so a rating stays with the
+answer it was given on. A request of another tenant is as unknown as one that never happened.
+The write is acknowledged only after the store has committed it (SQLite with synchronous=FULL or
+PostgreSQL, see graph/providers/persistence.py).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ def record_feedback(store: Any, tenant: str | None, request_id: str, rating: Any
     request = item.value
     value = {
         "request_id": request_id,
+        "correlation_id": request.get("correlation_id"),
         "rating": label,
         "score": score,
         "comment": comment or "",

@@ -2,6 +2,10 @@
 the run's `Context`. They are cached per process: model weights load once and the embedded
 engine is opened once per data folder, whichever graph entry asks.
 
+The embedded engine opens a data folder in one process at a time: opening it takes the folder for
+this process (graph/providers/data_folder.py), and a process that cannot is told who holds it
+(`DataFolderBusy`) when it starts (`check_providers`, `hold_vector_engine`), not by empty answers.
+
 `bounded_index` gives the nodes the index with every read held to the run's `provider_timeout_s`,
 as every provider call is: the Qdrant server's client times out on its own, the embedded engine runs
 in this process and is given the same deadline by running its reads on a small pool of threads.
@@ -120,13 +124,29 @@ def bounded_index(ctx: Context, index: VectorIndex | None = None) -> VectorIndex
     return wrapper
 
 
+def hold_vector_engine(ctx: Context, *, open_collections: bool = False) -> None:
+    """The embedded engine's data folder taken for this process: DataFolderBusy (one line naming the
+    folder and the process that holds it) when another process has it. With `open_collections`, every
+    collection is opened too (a server's start-up: a collection that cannot be opened refuses the
+    start, not the first question). Nothing to take for a Qdrant server, which is shared by design."""
+    if ctx.vector_store != "embedded":
+        return
+    index = open_index(ctx.home_path)
+    index.hold()
+    if open_collections:
+        index.open_all()
+
+
 def check_providers(ctx: Context) -> None:
-    """Fail now, with one line naming the setting, if a configured provider cannot be built."""
+    """Fail now, with one line naming the setting, if a configured provider cannot be built, or (the
+    embedded engine) naming the process that holds the data folder."""
     chat_model(ctx)
     reranker(ctx)
     base_embeddings(ctx.embedding_model, float(ctx.provider_timeout_s), int(ctx.provider_retries))
     index = vector_index_for(ctx)
-    if ctx.vector_store != "embedded":
+    if ctx.vector_store == "embedded":
+        index.hold()  # the data folder, taken for this process now: another process holding it is named here
+    else:
         # The one provider without which nothing can be answered: reach it now, not on the first question.
         try:
             index.client.get_collections()

@@ -4,6 +4,12 @@ Embedded default: Qdrant's own engine in-process (`qdrant-edge`), one shard fold
 collection under `$RAGATE_HOME/collections/<name>/`, with a dense vector (`dense`) and the
 engine's BM25 sparse vector with an IDF modifier (`bm25`).
 
+One process per data folder: the engine locks each collection it opens and has no read-only mode, so
+the index takes the folder for this process before it opens one (`hold`, graph/providers/data_folder.py);
+a second process is refused at once, naming the holder (`DataFolderBusy`), rather than finding every
+collection locked and answering from nothing. `close()` lets the folder go; using the index again
+takes it again.
+
 Payload schema (the same one the Qdrant-server path writes):
   brandId            keyword, tenant index: the ingesting tenant, never taken from the document
   isApprovedForAI    keyword "true"/"false" (qdrant-edge 0.9.0's bool MatchValue matches nothing,
@@ -49,6 +55,9 @@ from qdrant_edge import (
     UpdateOperation,
 )
 
+from graph.providers import data_folder
+from graph.providers.data_folder import DataFolderBusy
+
 # Governance is not configurable: no policy file or request can loosen these gates.
 APPROVED_STATUSES = ("ready", "approved")
 TENANT_FIELD = "brandId"
@@ -76,6 +85,16 @@ class TenantRequiredError(ValueError):
 
 class CollectionError(ValueError):
     """A collection is missing or was built with a different embedding model."""
+
+
+class CollectionBusy(CollectionError, DataFolderBusy):
+    """A collection's files are locked by another opener of the engine (one that did not take the
+    data folder first: an older ragate, or a second index object in one process). Like
+    DataFolderBusy it stops a run instead of degrading it to an answer from nothing."""
+
+    def __init__(self, message: str, folder: Path):
+        ValueError.__init__(self, message)
+        self.folder, self.holder = folder, None
 
 
 def check_collection_name(collection: str) -> None:
@@ -200,14 +219,39 @@ def engine_ids(point_ids: list[Any]) -> list[int]:
 
 class EdgeVectorIndex:
     """qdrant-edge shards, one per collection; one opener per folder per process (the engine
-    locks its folder), so every graph entry in a process shares one instance via `open_index`."""
+    locks its folder), so every graph entry in a process shares one instance via `open_index`.
+    Opening a shard takes the data folder for this process first (`hold`); `close` lets it go."""
 
     def __init__(self, home: Path):
-        self.root = Path(home) / "collections"
+        self.home = Path(home)
+        self.root = self.home / "collections"
         self._shards: dict[str, EdgeShard] = {}
         self._manifests: dict[str, dict[str, Any]] = {}  # a collection's model and dimensions never change
         self.writes = 0  # documents written (or tried) through this object: caches of its reads key on it
         self._lock = threading.RLock()
+        self._held = False
+
+    # --- the data folder ----------------------------------------------------------------------
+    def hold(self) -> None:
+        """Take the data folder for this process (once; again after `close`). DataFolderBusy, naming
+        the holder, when another process has it."""
+        with self._lock:
+            if not self._held:
+                data_folder.claim(self.home)
+                self._held = True
+
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def open_all(self) -> list[str]:
+        """Open every collection of the folder now (a server's start-up), so that a collection another
+        opener holds is found before the first question: CollectionBusy / CollectionError."""
+        self.hold()
+        names = sorted(p.parent.name for p in self.root.glob("*/ragate.json")) if self.root.is_dir() else []
+        for name in names:
+            self._shard(name)
+        return names
 
     # --- collections ------------------------------------------------------------------------
     def _manifest_path(self, collection: str) -> Path:
@@ -234,13 +278,15 @@ class EdgeVectorIndex:
                 raise CollectionError(
                     f"collection '{collection}' in {self.root} was written by an older ragate (schema "
                     f"{manifest.get('schema')}, now {COLLECTION_SCHEMA}); ingest into a new collection or home")
+            self.hold()
             try:
                 shard = EdgeShard.load(str(shard_dir))
             except Exception as exc:
                 if "WouldBlock" in str(exc):  # the write-ahead log is locked by another process
-                    raise CollectionError(
+                    raise CollectionBusy(
                         f"collection '{collection}' in {self.root} is open in another process (the embedded engine "
-                        "allows one at a time): stop it, or use a server (vector_store) or another home") from None
+                        "allows one at a time): stop it, or use a server (vector_store) or another home",
+                        self.home) from None
                 raise
             self._shards[collection] = shard
             return shard
@@ -248,6 +294,7 @@ class EdgeVectorIndex:
     def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None:
         check_collection_name(collection)
         with self._lock:
+            self.hold()
             manifest = self.manifest(collection)
             if manifest is not None:
                 self._shard(collection)  # refuses another schema
@@ -262,9 +309,9 @@ class EdgeVectorIndex:
                     EdgeShard.load(str(shard_dir)).close()
                 except Exception as exc:
                     if "WouldBlock" in str(exc):
-                        raise CollectionError(
+                        raise CollectionBusy(
                             f"collection '{collection}' in {self.root} is being created by another process: wait "
-                            "for it, or use another home") from None
+                            "for it, or use another home", self.home) from None
                 shutil.rmtree(shard_dir)
             shard_dir.mkdir(parents=True, exist_ok=True)
             config = EdgeConfig(
@@ -411,11 +458,17 @@ class EdgeVectorIndex:
                 shard.flush()
 
     def close(self) -> None:
+        """Close every shard and let the data folder go (using the index again takes it again)."""
         with self._lock:
-            for shard in self._shards.values():
-                shard.flush()
-                shard.close()
-            self._shards.clear()
+            try:
+                for shard in self._shards.values():
+                    shard.flush()
+                    shard.close()
+            finally:
+                self._shards.clear()
+                if self._held:
+                    self._held = False
+                    data_folder.release(self.home)
 
 
 def _condition(key: str, value: Any) -> FieldCondition:
@@ -459,7 +512,9 @@ _indexes_lock = threading.Lock()
 
 
 def open_index(home: Path) -> EdgeVectorIndex:
-    """The process-wide index for a data folder (the engine allows one opener per folder)."""
+    """The process-wide index for a data folder (the engine allows one opener per folder). Nothing is
+    opened yet: its first collection opened takes the folder for this process (`hold`, which a
+    start-up calls itself: `resources.check_providers`), or DataFolderBusy names the process that has it."""
     given = str(home)
     index = _by_given_path.get(given)
     if index is not None:
@@ -473,6 +528,7 @@ def open_index(home: Path) -> EdgeVectorIndex:
 
 
 def close_all() -> None:
+    """Close every index of this process and let their data folders go."""
     with _indexes_lock:
         for index in _indexes.values():
             index.close()

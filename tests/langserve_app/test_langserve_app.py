@@ -18,12 +18,13 @@ from langserve import RemoteRunnable
 from langserve_server import _loopback_without_proxy, dev_server, langserve_seed_home, server  # noqa: F401 (fixtures)
 
 from graph.governance.tenancy import CALLER_SETTABLE
+from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 WINTER_SALES = "Quanto cresceram as vendas de inverno em 2025?"   # acme has this; globex has other sales
 RETURNS = "Qual é a política de trocas e devoluções?"             # acme's documents are in Portuguese
 RETURNS_EN = "What is the return policy?"                          # globex's mostly in English
-CONTRACT_KEYS = {"request_id", "answer", "citations_used", "coverage_level", "suggestions", "verdict", "rag",
+CONTRACT_KEYS = {"request_id", "correlation_id", "answer", "citations_used", "coverage_level", "suggestions", "verdict", "rag",
                  "sub_queries", "decomposition", "sources", "memory", "timings_ms", "errors", "language"}
 TIMEOUT = 120
 
@@ -177,13 +178,27 @@ def test_the_settings_a_caller_may_choose_are_applied_within_its_tenant(server):
 
 
 def test_the_request_record_is_stored_under_the_callers_tenant(server):
-    resp = post(server, "invoke", {"input": {"question": RETURNS_EN, "request_id": "langserve-rec-0001"}}, "globex")
+    resp = post(server, "invoke", {"input": {"question": RETURNS_EN, "correlation_id": "langserve-rec-0001"}}, "globex")
     assert resp.status_code == 200, resp.text
-    assert resp.json()["output"]["request_id"] == "langserve-rec-0001"
+    output = resp.json()["output"]
+    assert output["correlation_id"] == "langserve-rec-0001"
+    request_id = output["request_id"]
+    assert request_id and request_id != "langserve-rec-0001"  # the server's id, not the caller's
     with sqlite3.connect(server.home / "memory.sqlite", timeout=10) as db:
-        prefixes = {row[0] for row in db.execute("SELECT prefix FROM store WHERE key = ?", ("langserve-rec-0001",))}
+        prefixes = {row[0] for row in db.execute("SELECT prefix FROM store WHERE key = ?", (request_id,))}
     assert "ragate.requests.globex" in prefixes, prefixes
     assert not any("acme" in p for p in prefixes), prefixes
+
+
+@pytest.mark.parametrize("path, body", [
+    ("invoke", {"input": {"question": RETURNS_EN, "request_id": "langserve-mine-0001"}}),
+    ("batch", {"inputs": [{"question": RETURNS_EN}, {"question": RETURNS_EN, "request_id": "langserve-mine-0002"}]}),
+    ("stream", {"input": {"question": RETURNS_EN, "request_id": "langserve-mine-0003"}}),
+])
+def test_a_request_id_in_the_input_is_refused_saying_to_send_correlation_id(server, path, body):
+    resp = post(server, path, body, "globex")
+    assert resp.status_code == 422, resp.text
+    assert "request_id is assigned by the server" in resp.text and "correlation_id" in resp.text, resp.text
 
 
 # --- batch and stream ---------------------------------------------------------------------------------
@@ -263,11 +278,25 @@ def test_stream_log_the_playgrounds_stream_completes_within_the_tenant(server):
 # --- schemas, playground, bad input -------------------------------------------------------------------
 
 
+def _nulls(schema) -> list:
+    """Every {"type": "null"} (or a null default) in a JSON schema: what the playground cannot draw."""
+    if isinstance(schema, dict):
+        found = [schema] if schema.get("type") == "null" or ("default" in schema and schema["default"] is None) else []
+        return found + [n for value in schema.values() for n in _nulls(value)]
+    if isinstance(schema, list):
+        return [n for value in schema for n in _nulls(value)]
+    return []
+
+
 def test_input_output_and_config_schemas(server):
     schema = httpx.get(f"{server.url}/rag/input_schema", timeout=TIMEOUT).json()
     assert "question" in schema["properties"] and schema["required"] == ["question"]
     assert "tenant" not in schema["properties"]
+    assert "request_id" not in schema["properties"]  # the server's; a caller's own id is correlation_id
+    assert schema["properties"]["correlation_id"]["pattern"] == REQUEST_ID_PATTERN
+    assert schema["properties"]["question"]["maxLength"] == MAX_QUESTION_CHARS
     assert schema.get("additionalProperties") is False
+    assert _nulls(schema) == []  # an optional field is its type, which the playground can draw
 
     out = httpx.get(f"{server.url}/rag/output_schema", timeout=TIMEOUT).json()
     assert CONTRACT_KEYS <= set(out["properties"])
@@ -275,6 +304,8 @@ def test_input_output_and_config_schemas(server):
     config = httpx.get(f"{server.url}/rag/config_schema", timeout=TIMEOUT).json()
     configurable = config["$defs"][config["properties"]["configurable"]["$ref"].rsplit("/", 1)[-1]]
     assert set(configurable["properties"]) == set(CALLER_SETTABLE)
+    assert configurable.get("additionalProperties") is False
+    assert _nulls(config) == []
 
 
 def test_the_playground_page_is_served(server):
@@ -291,7 +322,10 @@ def test_the_playground_page_is_served(server):
     ("invoke", {"input": {"question": "   "}}),
     ("invoke", {"input": {"question": "x" * 5000}}),
     ("invoke", {"input": {"question": "ok", "history": [{"question": 1}]}}),
-    ("invoke", {"input": {"question": "ok", "request_id": "not a valid id!"}}),
+    ("invoke", {"input": {"question": "ok", "correlation_id": "not a valid id!"}}),
+    ("invoke", {"input": {"question": "ok", "correlation_id": "x" * 129}}),
+    ("invoke", {"input": {"question": "ok", "request_id": "a-valid-id-0001"}}),
+    ("invoke", {"input": {"question": "ok", "intent": "x" * 65}}),
     ("invoke", {"input": {"question": "ok", "unknown": 1}}),
     ("invoke", {"input": "just a string"}),
     ("invoke", {"input": None}),

@@ -1,0 +1,97 @@
+"""LangServe's playground (/rag/playground/) in a real headless browser: it draws its forms from the
+input and config schemas and answers a question, against the app in local development mode
+(RAGATE_LOCAL_DEV=1, RAGATE_TENANT=globex: the playground sends no key).
+
+Debian's chromium is driven by Playwright's sync API, as tests/test_web_page.py does (never a
+downloaded browser); the test skips, saying why, without playwright or chromium. Only 127.0.0.1 is
+reached.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from urllib.parse import urlsplit
+
+import pytest
+from langserve_server import _loopback_without_proxy, dev_server, langserve_seed_home  # noqa: F401 (fixtures)
+
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="playwright is not installed: pip install -e '.[langserve-test]'")
+CHROMIUM = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which("chromium")
+if not CHROMIUM:
+    pytest.skip("no chromium: install Debian's chromium (apt-get install chromium); the tests never download one",
+                allow_module_level=True)
+
+expect = sync_api.expect
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]
+WAIT_MS = 60_000
+RETURNS_EN = "What is the return policy?"   # globex's returns policy answers it
+
+expect.set_options(timeout=WAIT_MS)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=30_000)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 1000}, locale="en-GB")
+    context.set_default_timeout(WAIT_MS)
+    page = context.new_page()
+    page.problems = []   # console errors and uncaught exceptions
+    page.hosts = set()   # every host the page asked for
+    page.on("console", lambda msg: page.problems.append(msg.text) if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: page.problems.append(str(exc)))
+    page.on("request", lambda request: page.hosts.add(urlsplit(request.url).hostname))
+    try:
+        yield page
+    finally:
+        context.close()
+
+
+def test_the_playground_draws_its_forms_and_answers_a_question(dev_server, page):
+    page.goto(f"{dev_server.url}/rag/playground/", wait_until="domcontentloaded")
+
+    # drawn: the config form (the settings a caller may choose) and the input form, no blank page
+    question = page.locator('[id="#/properties/question-input"]')
+    expect(question).to_be_visible()
+    for field in ("intent", "entity", "correlation_id", "top_n", "retrieval_mode"):
+        expect(page.locator(f'[id="#/properties/{field}-input"]')).to_be_attached()
+    expect(page.get_by_text("Try it")).to_be_visible()
+    assert not any("Unknown type" in p for p in page.problems), page.problems
+
+    question.fill(RETURNS_EN)
+    page.locator('[id="#/properties/correlation_id-input"]').fill("playground-0001")
+    page.locator('[id="#/properties/top_n-input"]').fill("2")
+    start = page.get_by_role("button", name="Start")
+    expect(start).to_be_enabled()
+    with page.expect_response(lambda r: urlsplit(r.url).path == "/rag/stream_log", timeout=WAIT_MS) as answered:
+        start.click()
+    response = answered.value
+    assert response.status == 200, response.text()[:500]
+    sent = response.request.post_data_json
+    # what the forms hold (their empty lists, `history` and `collections`, mean none / the policy's)
+    assert {k: v for k, v in sent["input"].items() if v != []} == {"question": RETURNS_EN,
+                                                                    "correlation_id": "playground-0001"}, sent
+    assert {k: v for k, v in sent["config"]["configurable"].items() if v != []} == {"top_n": 2}, sent
+
+    # the output contract, shown as it streams in: cited from globex's documents, within the setting
+    expect(page.get_by_text('"coverage_level"')).to_be_visible()
+    expect(page.get_by_text('"correlation_id": "playground-0001"')).to_be_visible()
+    body = page.locator("body").inner_text()
+    assert "globex-ops-returns-policy-2026" in body, body[-3000:]
+    assert "acme-" not in body
+    assert body.count('"docId"') == 2, body[-3000:]  # top_n from the config form: two sources
+    streamed = response.text()  # LangChain's run log, as server-sent events
+    assert "event: end" in streamed and "event: error" not in streamed, streamed[-2000:]
+    assert not page.problems, page.problems
+    assert page.hosts <= {"127.0.0.1"}, page.hosts
