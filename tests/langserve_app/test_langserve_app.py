@@ -365,3 +365,15 @@ def test_local_dev_still_binds_a_key_to_its_tenant_and_refuses_a_named_tenant(de
     unknown = httpx.post(f"{dev_server.url}/rag/invoke", json={"input": {"question": WINTER_SALES}},
                          headers={"Authorization": "Bearer not-a-known-key-123"}, timeout=TIMEOUT)
     assert unknown.status_code == 401, unknown.text
+
+
+def test_remote_runnable_without_a_key_in_local_development_then_with_a_key(dev_server):
+    """LangServe's own client, as a user of `make serve`-style local development would use it: no key
+    (RAGATE_TENANT's documents), then with a key (the key's), streamed and invoked."""
+    keyless = remote(dev_server, None)
+    output = keyless.invoke({"question": WINTER_SALES, "correlation_id": "rr-local-1"})
+    assert output["citations_used"] and all(i.startswith("globex-") for i in doc_ids(output))
+    assert output["correlation_id"] == "rr-local-1" and output["request_id"] != "rr-local-1"
+    streamed = list(keyless.stream({"question": WINTER_SALES}))
+    assert streamed, "the stream yielded nothing"
+    assert_cited_tenant_answer(remote(dev_server, "acme").invoke({"question": WINTER_SALES}), "acme")
