@@ -113,7 +113,7 @@ MAX_QUESTION_CHARS = 4000
 # A request id as a caller names one (feedback, /ops/rag_debug); the ids route_gate gives are uuid4 hex.
 REQUEST_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
 # A caller's own id for a request: stored beside the request (record, output, log line), never its key.
-CORRELATION_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+CORRELATION_ID_PATTERN = REQUEST_ID_PATTERN  # the same form as a request id
 _CORRELATION_ID = re.compile(CORRELATION_ID_PATTERN)
 # What every entry point says to a caller that sends a request id.
 REQUEST_ID_REFUSED = ("request_id is assigned by the server, a new one for every request, and cannot be sent; "

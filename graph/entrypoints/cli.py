@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -221,7 +223,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def cmd_feedback(args: argparse.Namespace) -> int:
     """Rate an answer by its request id (the tenant's own requests only)."""
-
     ctx = _context(args)
     try:
         stored = record_feedback(open_memory_store(ctx), ctx.tenant, args.request_id, args.rating, args.comment)
@@ -272,10 +273,6 @@ SERVE_PATH_SETTINGS = ("RAGATE_HOME", "RAGATE_POLICY", "RAGATE_API_KEYS_FILE")
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the LangGraph server (`langgraph dev`) with ragate's graph, routes, keys and store."""
-    import importlib.util
-    import os
-
-
     if importlib.util.find_spec("langgraph_cli") is None or importlib.util.find_spec("langgraph_api") is None:
         print("ragate serve: the LangGraph server is not installed: pip install 'ragate[serve]' (in a clone: make serve)",
               file=sys.stderr)
@@ -550,7 +547,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     numbers = {n: getattr(args, n) for n in NUMBER_FLAGS if getattr(args, n, None) is not None}
     if numbers:
-
         try:
             Context(**numbers)  # a number the run cannot work with is a usage error, before anything is read
         except ValueError as exc:

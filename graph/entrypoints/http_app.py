@@ -66,7 +66,6 @@ from graph.state import (
 
 log = logging.getLogger("ragate.http")
 
-WEB = WEB_DIR
 MAX_BODY_BYTES = 64 * 1024
 THREAD_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 REQUEST_ID_RE = re.compile(REQUEST_ID_PATTERN)
@@ -78,6 +77,8 @@ MAX_RUNS_IN_GRAPH = 32
 CHAT_FIELDS = {"question", "intent", "entity", "thread_id", "tenant", "context", "correlation_id"}
 # Fields a chat body may not hold, refused by name with what to send instead.
 CHAT_REFUSED = {"request_id": REQUEST_ID_REFUSED}
+# What a chat body may name: its fields, and the refused ones (parse_chat says what to send instead).
+CHAT_BODY_FIELDS = CHAT_FIELDS | set(CHAT_REFUSED)
 FEEDBACK_FIELDS = {"request_id", "rating", "comment", "tenant"}
 
 
@@ -408,16 +409,19 @@ def build_app(server: Server | None = None) -> Starlette:
         return JSONResponse({"tenant": caller.tenant, "local_dev": caller.local_dev, "key_id": caller.key_id,
                              "max_question_chars": MAX_QUESTION_CHARS})
 
+    async def answer(parsed: ChatRequest) -> dict[str, Any]:
+        """One admitted graph run for a parsed chat request: what /api/chat and the MCP tool return."""
+        output = await run_graph(lambda: server.ragate.ask(parsed.question, **_ask_kwargs(parsed)))
+        return _chat_output(output, parsed.thread_id)
+
     @_handles_errors
     async def chat(request: Request) -> Response:
-        data = await _json_body(request, CHAT_FIELDS | set(CHAT_REFUSED))  # refused by name in parse_chat
-        parsed = await run_sync(server.parse_chat, request, data)
-        output = await run_graph(lambda: server.ragate.ask(parsed.question, **_ask_kwargs(parsed)))
-        return JSONResponse(_chat_output(output, parsed.thread_id))
+        data = await _json_body(request, CHAT_BODY_FIELDS)
+        return JSONResponse(await answer(await run_sync(server.parse_chat, request, data)))
 
     @_handles_errors
     async def chat_stream(request: Request) -> Response:
-        data = await _json_body(request, CHAT_FIELDS | set(CHAT_REFUSED))
+        data = await _json_body(request, CHAT_BODY_FIELDS)
         parsed = await run_sync(server.parse_chat, request, data)
         ragate = await run_sync(lambda: server.ragate)
 
@@ -486,13 +490,11 @@ def build_app(server: Server | None = None) -> Starlette:
         return JSONResponse({"ok": True})
 
     async def page(request: Request) -> Response:
-        return FileResponse(WEB / "index.html", headers={"Cache-Control": "no-cache"})
+        return FileResponse(WEB_DIR / "index.html", headers={"Cache-Control": "no-cache"})
 
     async def mcp_answer(caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
         """The MCP tool (graph/entrypoints/mcp_server.py): /api/chat's parsing, admission and run."""
-        parsed = await run_sync(parse_chat, arguments, caller, server.base_context)
-        output = await run_graph(lambda: server.ragate.ask(parsed.question, **_ask_kwargs(parsed)))
-        return _chat_output(output, parsed.thread_id)
+        return await answer(await run_sync(parse_chat, arguments, caller, server.base_context))
 
     routes = [
         Route("/", page, methods=["GET"]),
@@ -505,8 +507,8 @@ def build_app(server: Server | None = None) -> Starlette:
         _route("/ops/rag_debug/{request_id:str}", rag_debug, ["GET"]),
         # Ahead of the LangGraph server's own /mcp (custom routes come first), every method.
         Route("/mcp", McpEndpoint(server.caller, mcp_answer, refusals=(BadRequest,),
-                                  accepted=CHAT_FIELDS | set(CHAT_REFUSED))),
-        Mount("/web", app=StaticFiles(directory=WEB, check_dir=False), name="web"),
+                                  accepted=CHAT_BODY_FIELDS)),
+        Mount("/web", app=StaticFiles(directory=WEB_DIR, check_dir=False), name="web"),
     ]
     app = Starlette(routes=routes)
     app.state.ragate_server = server

@@ -100,7 +100,13 @@ from graph.providers.resources import check_providers, hold_vector_engine
 from graph.providers.specs import ProviderError
 from graph.providers.vectorstore import CollectionError
 from graph.providers.vectorstore import close_all as close_indexes
-from graph.state import MAX_QUESTION_CHARS, REQUEST_ID_PATTERN, check_question
+from graph.state import (
+    CORRELATION_ID_PATTERN,
+    MAX_QUESTION_CHARS,
+    REQUEST_ID_PATTERN,
+    REQUEST_ID_REFUSED,
+    check_question,
+)
 
 log = logging.getLogger("ragate.langserve")
 
@@ -147,14 +153,11 @@ class HistoryTurn(BaseModel):
     final_decision: Optional[Literal["OK", "WARNING", "BLOCK"]] = None
 
 
-REQUEST_ID_REFUSED = ("request_id is assigned by the server, a new one for every request (the output's request_id), "
-                      "and cannot be sent; send correlation_id to tag the request with an id of yours")
-
-
 class RagInput(BaseModel):
     """A question for ragate. There is no tenant here: the tenant is the caller's API key's. There is
     no request id either: the server gives every request a new one (the output's `request_id`); a
     caller tags a request with an id of its own as `correlation_id`."""
+
     model_config = ConfigDict(extra="forbid", title="RagInput", **DRAWABLE)
 
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
@@ -162,7 +165,7 @@ class RagInput(BaseModel):
     intent: Optional[str] = Field(None, max_length=64,
                                   description="An intent of the policy (e.g. sales); inferred from the question when absent.")
     entity: Optional[str] = Field(None, max_length=64, description="An entity profile of the policy.")
-    correlation_id: Optional[str] = Field(None, pattern=REQUEST_ID_PATTERN,
+    correlation_id: Optional[str] = Field(None, pattern=CORRELATION_ID_PATTERN,
                                           description="An id of yours for this request, kept beside it (1-128 letters, "
                                                       "digits, '.', '_', ':', '-'); the server assigns the request_id.")
     history: Optional[list[HistoryTurn]] = Field(None, max_length=MAX_HISTORY_TURNS,
@@ -256,6 +259,7 @@ class RagateRunnable(Runnable[dict, dict]):
     input `RagInput`, output the output contract. The run's `Context` is the server's, with the
     tenant of the authenticated caller (`configurable.langgraph_auth_user`, else the server's
     RAGATE_TENANT) and the caller's `CALLER_SETTABLE` settings from `configurable`."""
+
     name = "ragate"
 
     def __init__(self, context: Context | None = None, *, store: Any = None):
@@ -277,7 +281,6 @@ class RagateRunnable(Runnable[dict, dict]):
         ctx = self.base_context
         with self._lock:
             if self._graph is None:
-
                 if self._store is None:
                     self._store = open_memory_store(ctx)
                 self._graph = compile_graph(store=self._store)
@@ -408,14 +411,11 @@ class BoundRagate(RunnableBinding):
 # --- authentication: LangServe's per-request config modifier --------------------------------------
 
 runnable = RagateRunnable()
-ENGINE_UNAVAILABLE = DataFolderBusy.PUBLIC_REASON
-
-
 def engine_unavailable_reason(exc: DataFolderBusy) -> str:
     """What a caller is told when this process cannot open the engine: the reason, without the
     folder or the other process's command line (server-side details; the log has them)."""
     log.error("ragate langserve: %s", exc)
-    return ENGINE_UNAVAILABLE
+    return DataFolderBusy.PUBLIC_REASON
 
 
 def _http_error(status: int, message: str) -> HTTPException:
@@ -464,6 +464,7 @@ def _json_default(obj: Any) -> Any:
 class RagateSerializer(WellKnownLCSerializer):
     """LangServe's serializer, with a fallback for objects it cannot write (langserve 0.3.3's own
     fallback raises, which cut /stream_log — the playground's stream — at the first LangGraph `Send`)."""
+
     def dumps(self, obj: Any) -> bytes:
         return orjson.dumps(obj, default=_json_default)
 

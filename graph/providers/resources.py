@@ -143,10 +143,10 @@ def check_providers(ctx: Context) -> None:
     chat_model(ctx)
     reranker(ctx)
     base_embeddings(ctx.embedding_model, float(ctx.provider_timeout_s), int(ctx.provider_retries))
-    index = vector_index_for(ctx)
     if ctx.vector_store == "embedded":
-        index.hold()  # the data folder, taken for this process now: another process holding it is named here
+        hold_vector_engine(ctx)  # the data folder, taken for this process now: another process holding it is named here
     else:
+        index = vector_index_for(ctx)
         # The one provider without which nothing can be answered: reach it now, not on the first question.
         try:
             index.client.get_collections()
