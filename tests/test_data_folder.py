@@ -20,11 +20,11 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
+from child_processes import child_env, folder_holder, output_lines
 from ragate_server import ROOT, RagateServer, free_port
 
 from graph import Context, Ragate
@@ -36,44 +36,14 @@ from graph.providers.vectorstore import close_all, open_index
 CHILD_TIMEOUT = 120
 WINTER_SALES = "Quanto cresceram as vendas de inverno em 2025?"
 KEY = "acme-owner-key-0001"
-_DROPPED = ("RAGATE_", "LANGSMITH_", "LANGCHAIN_", "OPENAI_", "COHERE_", "CO_API_", "QDRANT_")
-
-
-def child_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED)}
-    env.update({"RAGATE_HOME": str(home), "PYTHONUNBUFFERED": "1", "LANGSMITH_TRACING": "false",
-                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"}, **extra)
-    return env
-
-
 def ragate(home: Path, *argv: str, timeout: float = CHILD_TIMEOUT, **env: str) -> subprocess.CompletedProcess:
     """`ragate ARGV...` (python -m graph.entrypoints.cli) on `home`, to its end."""
-    return subprocess.run([sys.executable, "-m", "graph.entrypoints.cli", *argv], cwd=ROOT, env=child_env(home, **env),
+    return subprocess.run([sys.executable, "-m", "graph.entrypoints.cli", *argv], cwd=ROOT, env=child_env(home, env),
                           capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def lines(done: subprocess.CompletedProcess) -> list[str]:
-    return [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
 
 
 def holder_of(home: Path) -> dict:
     return json.loads((home / LOCK_NAME).read_text(encoding="utf-8"))
-
-
-@contextmanager
-def folder_holder(home: Path) -> Iterator[subprocess.Popen]:
-    """A ragate process that took `home`'s embedded engine (`open_index(home).hold()`) until it is stopped."""
-    code = ("import sys, time; from pathlib import Path; from graph.providers.vectorstore import open_index; "
-            "open_index(Path(sys.argv[1])).hold(); print('held', flush=True); time.sleep(300)")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(home)], cwd=ROOT, env=child_env(home),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        assert proc.stdout.readline().strip() == "held", proc.stdout.read()
-        yield proc
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
 
 
 @pytest.fixture(autouse=True)
@@ -126,7 +96,7 @@ def served(tmp_path_factory) -> Iterator[RagateServer]:
 
 
 def _refused_by_server(done: subprocess.CompletedProcess, prefix: str, served: RagateServer) -> None:
-    output = lines(done)
+    output = output_lines(done)
     assert done.returncode == 2, (done.returncode, done.stdout, done.stderr)
     assert "Traceback" not in done.stdout + done.stderr
     assert len(output) == 1 and output[0].startswith(
@@ -192,7 +162,7 @@ def test_a_reload_worker_uses_the_folder_under_the_servers_lock(tmp_path):
 ], ids=["short-key", "bad-tenant", "bad-number", "provider-without-key"])
 def test_serve_with_a_setting_it_cannot_start_with_is_one_line(tmp_path, env, fragment):
     done = ragate(tmp_path / "home", "serve", "--port", str(free_port()), timeout=60, **env)
-    output = lines(done)
+    output = output_lines(done)
     assert done.returncode == 2 and "Traceback" not in done.stdout + done.stderr, (done.stdout, done.stderr)
     assert len(output) == 1 and fragment in output[0], output  # nothing else: no banner of a server that never ran
 

@@ -21,19 +21,14 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from conftest import SERVER_KEYS
+from headless_chromium import launched, playwright_and_chromium
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[test]'")
-CHROMIUM = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which("chromium")
-if not CHROMIUM:
-    pytest.skip("no chromium: install Debian's chromium (apt-get install chromium); the tests never download one",
-                allow_module_level=True)
+sync_api, CHROMIUM = playwright_and_chromium("pip install -e '.[test]'")
 
 expect = sync_api.expect
 ROOT = Path(__file__).resolve().parent.parent
 WEB = ROOT / "graph" / "entrypoints" / "web"
 SCREENSHOT = ROOT / "docs" / "web-ui.png"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]
 WAIT_MS = 20_000          # any single wait in the page: an answer takes ~1-3 s on the deterministic path
 HTTP_TIMEOUT = 60.0
 
@@ -53,12 +48,8 @@ expect.set_options(timeout=WAIT_MS)
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=30_000)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with launched(sync_api, CHROMIUM) as browser:
+        yield browser
 
 
 class Ui:

@@ -12,30 +12,18 @@ opener per folder, so no two processes ever share one.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from ragate_server import ChildServer  # tests/ is on sys.path: the root conftest's folder
+from child_processes import child_env  # tests/ is on sys.path: the root conftest's folder
+from ragate_server import ChildServer
 
 ROOT = Path(__file__).resolve().parents[2]
 TENANTS = ("acme", "globex")
 KEYS = {"acme": "acme-langserve-key-01", "globex": "globex-langserve-key-01"}   # tenant -> its API key
-# Variables that would steer the server away from what the tests set up.
-_DROPPED_PREFIXES = ("RAGATE_", "LANGSMITH_", "LANGCHAIN_", "OPENAI_", "COHERE_", "CO_API_", "QDRANT_")
-
-
-def child_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED_PREFIXES)}
-    env.update({"RAGATE_HOME": str(home), "PYTHONUNBUFFERED": "1", "LANGSMITH_TRACING": "false",
-                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
-    env.update(extra or {})
-    return env
-
-
 def ingest_samples(home: Path, timeout: float = 300) -> None:
     """`python -m graph.entrypoints.cli ingest samples/<tenant> ...` for each tenant, one after the other."""
     home.mkdir(parents=True, exist_ok=True)

@@ -9,23 +9,15 @@ reached.
 
 from __future__ import annotations
 
-import os
-import shutil
 from urllib.parse import urlsplit
 
 import pytest
+from headless_chromium import launched, playwright_and_chromium
 from langserve_server import _loopback_without_proxy, dev_server, langserve_seed_home  # noqa: F401 (fixtures)
 
-sync_api = pytest.importorskip("playwright.sync_api",
-                               reason="playwright is not installed: pip install -e '.[langserve-test]'")
-CHROMIUM = "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else shutil.which("chromium")
-if not CHROMIUM:
-    pytest.skip("no chromium: install Debian's chromium (apt-get install chromium); the tests never download one",
-                allow_module_level=True)
+sync_api, CHROMIUM = playwright_and_chromium("pip install -e '.[langserve-test]'")
 
 expect = sync_api.expect
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-quic", "--disable-sync"]
 WAIT_MS = 60_000
 RETURNS_EN = "What is the return policy?"   # globex's returns policy answers it
 
@@ -34,12 +26,8 @@ expect.set_options(timeout=WAIT_MS)
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, timeout=30_000)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with launched(sync_api, CHROMIUM) as browser:
+        yield browser
 
 
 @pytest.fixture

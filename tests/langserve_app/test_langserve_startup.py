@@ -8,24 +8,19 @@ Every app runs on 127.0.0.1 in a child process (langserve_server.py), each run b
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
+from child_processes import child_env, folder_holder, output_lines
 from langserve_server import (  # noqa: F401 (fixtures)
     KEYS,
     ROOT,
     LangServeServer,
     _loopback_without_proxy,
-    child_env,
     langserve_seed_home,
     server,
 )
@@ -46,25 +41,6 @@ def start_and_exit(home: Path, keys: str | None, env: dict[str, str] | None = No
         extra["RAGATE_API_KEYS"] = keys
     return subprocess.run(app.argv(), cwd=ROOT, env=child_env(home, extra), capture_output=True, text=True,
                           timeout=STARTUP_TIMEOUT, check=False)
-
-
-def output_lines(done: subprocess.CompletedProcess) -> list[str]:
-    return [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-
-
-@contextmanager
-def folder_holder(home: Path) -> Iterator[subprocess.Popen]:
-    """Another ragate process holding `home`'s embedded engine (opened with `open_index`) until it is stopped."""
-    code = ("import sys, time; from pathlib import Path; from graph.providers.vectorstore import open_index; "
-            "open_index(Path(sys.argv[1])).open_all(); print('held', flush=True); time.sleep(300)")
-    proc = subprocess.Popen([sys.executable, "-c", code, str(home)], cwd=ROOT, env=child_env(home),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        assert proc.stdout.readline().strip() == "held", proc.stdout.read()
-        yield proc
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
 
 
 # --- a setting the app cannot start with: one line ----------------------------------------------------
@@ -125,7 +101,7 @@ def test_a_second_app_on_the_same_data_folder_is_refused_in_one_line_naming_the_
 def test_an_app_refuses_to_start_on_a_folder_another_ragate_process_holds(langserve_seed_home, tmp_path):
     home = tmp_path / "home"
     shutil.copytree(langserve_seed_home, home)
-    with folder_holder(home) as holder:
+    with folder_holder(home, open_collections=True) as holder:
         done = start_and_exit(home, "acme-key-0001:acme")
     lines = output_lines(done)
     assert done.returncode != 0 and len(lines) == 1, done.stdout + done.stderr
