@@ -9,6 +9,7 @@ judge node, the composer's draft checks and `ragate eval groundedness` all judge
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -32,20 +33,12 @@ UTILITY_BY_COVERAGE = {"high": 0.95, "medium": 0.85, "low": 0.6, "none": 0.5}
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
 
 
-_checkers: dict[int, tuple[Policy, GroundednessChecker]] = {}
-
-
+@functools.lru_cache(maxsize=8)
 def checker_for(policy: Policy) -> GroundednessChecker:
-    # load_policy hands out one Policy object per file version, so a changed policy gets a new
-    # checker; the Policy is kept beside it so a recycled id() can never match a stale entry.
-    entry = _checkers.get(id(policy))
-    if entry is None or entry[0] is not policy:
-        if len(_checkers) >= 8:
-            _checkers.pop(next(iter(_checkers)))
-        entry = (policy, GroundednessChecker(get_analyzer(policy), Lexicons.from_policy(policy.languages, all_templates()),
-                                             policy.judge.groundedness))
-        _checkers[id(policy)] = entry
-    return entry[1]
+    """The groundedness checker of one policy version. A Policy is hashed by identity and load_policy
+    hands out one object per file version, so a changed policy gets a new checker."""
+    return GroundednessChecker(get_analyzer(policy), Lexicons.from_policy(policy.languages, all_templates()),
+                               policy.judge.groundedness)
 
 
 def sources_of(chunks: Sequence[Chunk]) -> list[Source]:
