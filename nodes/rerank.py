@@ -22,10 +22,11 @@ import numpy as np
 from langgraph.runtime import Runtime
 
 from graph.algorithms.fusion import fused_ids
+from graph.algorithms.passages import best_window
 from graph.algorithms.text import get_analyzer, instruction_matcher, strip_instructions
 from graph.context import Context
-from graph.policy import RerankSettings
-from graph.providers.rerankers import reranker
+from graph.policy import ModelRerankSettings, RerankSettings
+from graph.providers.relevance import choose_relevance, relevance_scorer
 from graph.providers.resources import bounded_index
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import VectorIndex, payload_passes_gates
@@ -47,10 +48,12 @@ def lexical_coverage(weights: dict[int, float], terms: set[int]) -> float:
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
-def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettings) -> list[Chunk]:
-    """Relevance before boosts, best first."""
-    w_dense, w_lex, w_fused, w_bm25 = cfg.weights.dense, cfg.weights.lexical, cfg.weights.fused, cfg.weights.bm25
-    floor, span = cfg.dense_calibration.floor, max(1e-9, cfg.dense_calibration.ceiling - cfg.dense_calibration.floor)
+def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettings,
+                by_collection: dict[str, ModelRerankSettings] | None = None) -> list[Chunk]:
+    """Relevance before boosts, best first. `by_collection`: each collection's weights and cosine scale
+    (its embedding model's; the policy's defaults for a collection not given)."""
+    default = ModelRerankSettings(cfg.weights, cfg.dense_calibration)
+    by_collection = by_collection or {}
     # Which question terms each chunk holds was answered by the engine's lexical index.
     c_terms = [set(c.get("matchedTerms") or ()) for c in chunks]
     idf = term_weights(question_terms, c_terms)
@@ -59,7 +62,10 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
     best_bm25 = max((c["scores"].get("lexical") or 0.0 for c in chunks), default=0.0) or 1.0
     out = []
     for chunk, terms in zip(chunks, c_terms):
-        dense = min(1.0, max(0.0, (chunk.get("similarity", 0.0) - floor) / span))
+        model = by_collection.get(chunk.get("collection", ""), default)
+        w, scale = model.weights, model.dense_calibration
+        span = max(1e-9, scale.ceiling - scale.floor)
+        dense = min(1.0, max(0.0, (chunk.get("similarity", 0.0) - scale.floor) / span))
         lexical = lexical_coverage(idf, terms)
         fused = chunk["scores"].get("fused", 0.0) / best_fused
         # Relative BM25 says which candidate matches best, not whether it matches at all: scaled by
@@ -67,9 +73,21 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
         bm25 = (chunk["scores"].get("lexical") or 0.0) / best_bm25 * lexical
         scores = dict(chunk["scores"], dense_relevance=dense, lexical_relevance=lexical, fused_relevance=fused,
                       bm25_relevance=bm25,
-                      rerank_base=w_dense * dense + w_lex * lexical + w_bm25 * bm25 + w_fused * fused)
+                      rerank_base=w.dense * dense + w.lexical * lexical + w.bm25 * bm25 + w.fused * fused)
         out.append(dict(chunk, scores=scores))
     out.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
+    return out
+
+
+def model_settings(index: VectorIndex, collections: list[str], cfg: RerankSettings) -> dict[str, ModelRerankSettings]:
+    """Each collection's weights and cosine scale: its embedding model's (the manifest names it)."""
+    out = {}
+    for collection in collections:
+        try:
+            model = (index.manifest(collection) or {}).get("embedding_model")
+        except Exception:  # the engine failed: retrieve has said so; the defaults stand
+            model = None
+        out[collection] = cfg.for_model(model)
     return out
 
 
@@ -221,7 +239,8 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     question_terms = set(get_analyzer(policy).terms(state["question"], rag.get("language", "en")))
     profile = rag["profile"]
     max_chunks = int(rag.get("max_chunks") or cfg.top_n)
-    scored = base_scores(question_terms, fused, cfg)
+    index = bounded_index(ctx)
+    scored = base_scores(question_terms, fused, cfg, model_settings(index, rag["collections"], cfg))
     if not ctx.rerank:
         # Switched off: the fused order stands, scored relative to the best fused chunk.
         for c in scored:
@@ -231,15 +250,14 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     ranked = apply_boosts(scored, boosts)
     errors: list[str] = []
     if ctx.rerank:
-        ranked, errors = provider_rerank(ctx, state["question"], ranked, boosts,
-                                         cfg.provider_candidates)
+        ranked, errors = relevance_rerank(ctx, policy, rag, state["question"], question_terms, ranked, boosts, index)
         aspects = aspect_relevance(state.get("hits") or {}, state["question"], ranked, cfg.diversity.rank_decay)
         ranked = diversify(ranked, aspects, cfg.diversity.weight, 2 * max_chunks)
     # Texts are read only for the chunks that made the cut once boosted: twice the budget, so the
     # character limit still has chunks to choose from.
     try:
         ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][: 2 * max_chunks],
-                             ctx.tenant, bounded_index(ctx), errors)
+                             ctx.tenant, index, errors)
     except Exception as exc:  # no texts, nothing to answer from: compose says so, the failure is recorded
         errors.append(f"rerank: the vector engine did not return the chunks' texts ({failure_reason(exc)}); "
                       "no chunk kept")
@@ -251,26 +269,47 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     return {**update, "errors": errors} if errors else update
 
 
-def provider_rerank(ctx: Context, question: str, ranked: list[Chunk], boosts: dict,
-                    candidates: int) -> tuple[list[Chunk], list[str]]:
-    """Rerank the best `candidates` chunks with the configured Cohere-compatible model: its relevance
-    score becomes `rerank_base` (kept in `scores.provider_rerank`), the policy's boosts apply after.
-    Without one (`rerank_model` "none") the ranking stands; any failure keeps it too and says why."""
+def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_terms: set[int], ranked: list[Chunk],
+                     boosts: dict, index: VectorIndex) -> tuple[list[Chunk], list[str]]:
+    """Rerank the best candidates with the run's relevance model (graph/providers/relevance.py: the local
+    cross-encoder under `auto` for an English question over English collections, or the configured
+    `local/...` / `cohere/...` one). A local model reads each candidate as its header and its best
+    window (algorithms/passages.py), a server the whole chunk; `rerank.relevance.weight` of its score is the model's relevance (kept in
+    `scores.provider_rerank`), the rest ragate's own (`scores.local_rerank`); the boosts apply after, and
+    the candidates left unscored are dropped. No model, or a profile's `rerank_depth` of 0: the ranking
+    stands. Any failure keeps it too and says why."""
+    settings = policy.rerank.relevance
+    depth = rag["profile"].get("rerank_depth")
+    depth = settings.candidates if depth is None else int(depth)
     notes: list[str] = []
     try:
-        model = reranker(ctx, top_n=candidates)
-        if model is None:
+        languages = [(index.manifest(c) or {}).get("language") for c in rag["collections"]]
+        spec = choose_relevance(ctx, rag.get("language", "en"), languages)
+        if spec is None or depth <= 0:
             return ranked, []
-        head = fetch_texts(ranked[:candidates], ctx.tenant, bounded_index(ctx), notes)
-        results = model.rerank(documents=[c["content"] for c in head], query=question, top_n=len(head))
-        scores = {int(r["index"]): float(r["relevance_score"]) for r in results}
-        if not scores or any(not 0 <= i < len(head) for i in scores):
-            raise ValueError(f"unusable reply: {len(scores)} results for {len(head)} documents")
+        analyzer, language = get_analyzer(policy), rag.get("language", "en")
+        scorer = relevance_scorer(spec, ctx, analyzer=analyzer, language=language, max_tokens=settings.max_tokens,
+                                  top_n=depth)
+        head = fetch_texts(ranked[:depth], ctx.tenant, index, notes)
+        if scorer.reads_windows:
+            passages = [_passage(c, question_terms, lambda text: analyzer.terms(text, language),
+                                 settings.window_words) for c in head]
+        else:
+            passages = [c["content"] for c in head]
+        relevance = scorer.score(question, passages)
     except Exception as exc:
         return ranked, notes + [f"rerank: {ctx.rerank_model} failed ({failure_reason(exc)}); "
                                 "ragate's own reranker used"]
-    for i, chunk in enumerate(head):
-        # A document the model left out of its results ranks below every one it scored.
-        chunk["scores"].update(local_rerank=chunk["scores"]["rerank_base"], provider_rerank=scores.get(i),
-                               rerank_base=scores.get(i, 0.0))
+    weight = settings.weight
+    for chunk, score in zip(head, relevance):
+        local = chunk["scores"]["rerank_base"]
+        chunk["scores"].update(local_rerank=local, provider_rerank=score,
+                               rerank_base=weight * score + (1 - weight) * local)
     return apply_boosts(head, boosts), notes
+
+
+def _passage(chunk: Chunk, question_terms: set[int], terms_of, window_words: int) -> str:
+    """What the relevance model reads of a chunk: its header (title, source, date) and its best window."""
+    header = ((chunk.get("metadata") or {}).get("header") or "").strip()
+    window = best_window(chunk.get("content", ""), question_terms, terms_of, window_words)
+    return f"{header}\n{window}" if header else window

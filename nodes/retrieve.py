@@ -29,7 +29,13 @@ from langgraph.types import Send
 from graph.algorithms.scoping import mentioned_filters, scope_to_mentions
 from graph.algorithms.text import get_analyzer
 from graph.context import Context
-from graph.providers.resources import bounded_index, get_resources
+from graph.providers.resources import (
+    CollectionModelError,
+    bounded_index,
+    collection_model,
+    embeddings_named,
+    get_resources,
+)
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import DataFolderBusy, SearchHit, TenantRequiredError
 from graph.runtime.run_policy import run_policy
@@ -150,14 +156,18 @@ def _dimension_problem(index, collection: str, vector: list[float] | None) -> st
     return None
 
 
-def _search(ctx: Context, index, rag: dict, *, sub_query_vector, sparse, filters, question_vector, question_terms,
-            boost_flags, limit: int, kind: str, sub_query: str, problems: list[str]) -> SearchResult:
+def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, tuple], by_question: bool, sparse, filters,
+            question_terms, boost_flags, limit: int, kind: str, sub_query: str, problems: list[str]) -> SearchResult:
     """One search (every collection of the route): the dense and the lexical list, as the mode keeps them.
-    Degradations (a vector the collection cannot take, malformed hits) are added to `problems`."""
+    `vectors` are each collection's (question, sub-query) vectors; `by_question`: the dense list is
+    searched with the question's (a scoped search). Degradations (a vector the collection cannot take,
+    malformed hits) are added to `problems`."""
     dense_lists, lexical_lists = [], []
     for collection in rag["collections"]:
-        dense_vector, similarity_to = sub_query_vector, question_vector
-        if problem := _dimension_problem(index, collection, sub_query_vector or question_vector):
+        question_vector, sub_query_vector = vectors.get(collection, (None, None))
+        dense_vector = question_vector if by_question else sub_query_vector
+        similarity_to = question_vector
+        if problem := _dimension_problem(index, collection, dense_vector or question_vector):
             problems.append(problem)
             dense_vector = similarity_to = None
         found = index.search(collection, dense=dense_vector, sparse=sparse, tenant=ctx.tenant, filters=filters,
@@ -191,8 +201,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     problems: list[str] = []
     try:
         policy = run_policy(rag, ctx)
-        res = get_resources(ctx)
-        index = bounded_index(ctx, res.index)
+        index = bounded_index(ctx, get_resources(ctx).index)
         analyzer = get_analyzer(policy)
         filters = dict(rag.get("filters") or {})
         if task["kind"] == "performance":
@@ -201,14 +210,12 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
             # A part of a split question that names a source ("... reported by TechCrunch") is
             # searched within it: that is where its evidence is.
             filters.update(_mentions(mentioned_filters, task["sub_query"], policy, rag, ctx.tenant, index, problems) or {})
-        question_vector, sub_query_vector, degraded = _embed(res.embeddings, task["question"], task["sub_query"])
-        if degraded:
-            problems.append(degraded)
-        common = dict(question_vector=question_vector, question_terms=sorted(analyzer.terms(task["question"], language)),
+        vectors = _collection_vectors(ctx, index, rag["collections"], task["question"], task["sub_query"], problems)
+        common = dict(vectors=vectors, question_terms=sorted(analyzer.terms(task["question"], language)),
                       # The engine marks which chunks each rerank boost applies to, while it has them at hand.
                       boost_flags={n: c for n, (_, c) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {},
                       limit=int(rag["profile"]["k"]), problems=problems)
-        results[key] = _search(ctx, index, rag, sub_query_vector=sub_query_vector,
+        results[key] = _search(ctx, index, rag, by_question=False,
                                sparse=analyzer.query_vector(task["sub_query"], language), filters=filters,
                                kind=task["kind"], sub_query=task["sub_query"], **common)
         if task["index"] == 0 and task["kind"] == "sub_query" and ctx.decompose:
@@ -221,7 +228,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
                 label = f"{key}:{filter_label(s['filters'])}"
                 try:
                     results[label] = _search(
-                        ctx, index, rag, sub_query_vector=question_vector, sparse=analyzer.query_vector(s["query"], language),
+                        ctx, index, rag, by_question=True, sparse=analyzer.query_vector(s["query"], language),
                         filters={**filters, **s["filters"]}, kind="scoped", sub_query=s["query"], **common)
                 except Exception as exc:  # the main search stands; this one is recorded
                     results[label] = SearchResult(sub_query=s["query"], kind="scoped", dense=[], lexical=[],
@@ -253,10 +260,42 @@ def _mentions(find, text: str, policy, rag: dict, tenant: str | None, index, pro
         return None
 
 
-def _embed(embeddings, question: str, sub_query: str) -> tuple[list[float] | None, list[float] | None, str | None]:
+def _collection_vectors(ctx: Context, index, collections: list[str], question: str, sub_query: str,
+                        problems: list[str]) -> dict[str, tuple[list[float] | None, list[float] | None]]:
+    """Each collection's (question vector, sub-query vector), embedded by the model its manifest records
+    (once per model). A collection that does not exist gets none (the engine has nothing to search);
+    one whose model the run cannot use (it names another, or the embedder fails) gets none too, and
+    is searched lexically, with the reason in `problems`."""
+    by_model: dict[str, tuple[list[float] | None, list[float] | None]] = {}
+    out = {}
+    for collection in collections:
+        try:
+            manifest = index.manifest(collection)
+        except Exception:  # the search itself will fail, and say why
+            manifest = None
+        if manifest is None:
+            out[collection] = (None, None)
+            continue
+        try:
+            model = collection_model(ctx, collection, manifest)
+        except CollectionModelError as exc:
+            problems.append(f"{exc}; lexical search only")
+            out[collection] = (None, None)
+            continue
+        if model not in by_model:
+            question_vector, sub_query_vector, degraded = _embed(ctx, model, question, sub_query)
+            if degraded:
+                problems.append(degraded)
+            by_model[model] = (question_vector, sub_query_vector)
+        out[collection] = by_model[model]
+    return out
+
+
+def _embed(ctx: Context, model: str, question: str, sub_query: str) -> tuple[list[float] | None, list[float] | None, str | None]:
     """(question vector, sub-query vector, None), or (None, None, why) when the embedder fails."""
     try:
+        embeddings = embeddings_named(ctx, model)
         question_vector = embeddings.embed_query(question)
         return question_vector, (question_vector if sub_query == question else embeddings.embed_query(sub_query)), None
-    except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors
+    except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors, a missing model
         return None, None, f"embeddings unavailable ({failure_reason(exc)}); lexical search only"

@@ -29,6 +29,8 @@ How each block runs (the exceptions are marked *):
   OpenAI/Cohere-compatible server (tests/scripted_server.py), the Qdrant block at tests/qdrant_server.py.
   The embedding and rerank blocks only export settings: each is followed by `ragate ingest` / `ragate
   ask` (the commands of "Your own documents"), which must use them.
+* Re-embedding — as written, on a data folder with the samples; the collection's manifest names the model.
+* The relevance compressor — as written (the local cross-encoder, offline).
 * Serving — `make serve` runs as `make -o install-serve serve SERVE_PORT=<port>`* (install skipped as
   above, the port substituted) and its banner is compared with the `text` block. The curl and SDK
   examples run against `ragate serve --samples` with `RAGATE_API_KEYS` holding the example's key (the
@@ -476,6 +478,23 @@ def python_api(block: Block, request) -> None:
     assert "acme-bi-2025-inverno-sales" in done.stdout and re.search(r"\b(OK|WARNING)\b", done.stdout), done.stdout
 
 
+def reembed(block: Block, request) -> None:
+    checkout = request.getfixturevalue("checkout")
+    home = request.getfixturevalue("samples_home")
+    done = ok(run_bash(block.text, cwd=checkout, env=example_env(checkout, home), timeout=TIMEOUT))
+    assert "re-embedded with local/bge-small (was local/use-multilingual" in done.stdout, done.stdout
+    assert "re-embedded with local/use-multilingual (was local/bge-small" in done.stdout, done.stdout
+    manifest = json.loads((home / "collections" / "documents" / "ragate.json").read_text())
+    assert manifest["embedding_model"] == "local/use-multilingual"
+
+
+def relevance_compressor(block: Block, request) -> None:
+    checkout = request.getfixturevalue("checkout")
+    done = ok(run_python(block.text, cwd=checkout, env=example_env(checkout, None), timeout=TIMEOUT))
+    assert "size and fit" in done.stdout and "Lisbon" not in done.stdout, done.stdout
+    assert "relevance_score" in done.stdout, done.stdout
+
+
 def evaluation(block: Block, request) -> None:
     if not SHARED.is_dir():
         pytest.skip(f"no {SHARED}: the evaluation examples read the public datasets there")
@@ -532,6 +551,8 @@ RUNNERS = [
     Example("embeddings", lambda b: "RAGATE_EMBEDDING_MODEL=" in b.text, [("", embeddings, [])]),
     Example("rerank", lambda b: "RAGATE_RERANK_MODEL=" in b.text, [("", rerank, [])]),
     Example("vector store", lambda b: "RAGATE_VECTOR_STORE=qdrant" in b.text, [("", vector_store, [])]),
+    Example("reembed", lambda b: "ragate reembed" in b.text, [("", reembed, [])]),
+    Example("relevance compressor", lambda b: "RelevanceCompressor" in b.text, [("", relevance_compressor, [])]),
     Example("make serve", lambda b: re.search(r"^make serve\b", b.text, re.MULTILINE) is not None,
             [("", make_serve_banner, [])]),
     Example("curl", lambda b: "curl" in b.text and "/api/chat" in b.text,

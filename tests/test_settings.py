@@ -239,4 +239,4 @@ def test_context_defaults_are_the_declared_ones(monkeypatch):
     ctx = Context()
     assert (ctx.embedding_model, ctx.chunk_tokens, ctx.overlap_tokens, ctx.chat_model, ctx.rerank_model,
             ctx.vector_store, ctx.provider_timeout_s, ctx.provider_retries, ctx.memory_url, ctx.tenant, ctx.home) == (
-        "local/use-multilingual", CHUNK_TOKENS, OVERLAP_TOKENS, "none", "none", "embedded", 30.0, 1, None, None, ".ragate")
+        "auto", CHUNK_TOKENS, OVERLAP_TOKENS, "none", "auto", "embedded", 30.0, 1, None, None, ".ragate")

@@ -76,6 +76,19 @@ def detect_language(text: str, markers: Mapping[str, Sequence[str]], default: st
     return best
 
 
+def corpus_language(documents: Iterable[tuple[str, int]], monolingual_share: float) -> str | None:
+    """The language of a corpus from its documents' (language, characters): the one that holds at least
+    `monolingual_share` of the text, else "mixed"; None when there is no text."""
+    sizes: dict[str, int] = {}
+    for language, chars in documents:
+        sizes[language] = sizes.get(language, 0) + max(0, chars)
+    total = sum(sizes.values())
+    if not total:
+        return None
+    language, chars = max(sizes.items(), key=lambda kv: kv[1])
+    return language if chars / total >= monolingual_share else "mixed"
+
+
 # --- JSON lines ----------------------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ from graph.governance.logs import configure_request_log
 from graph.governance.tenancy import LOCAL_DEV_SETTING, KeyConfigError, KeyRing
 from graph.graph import graph as compiled_graph
 from graph.indexing.ingest import IngestError, ingest_path
+from graph.indexing.reembed import reembed_collection
 from graph.policy import PolicyError, load_policy
 from graph.providers import data_folder
 from graph.providers.persistence import PersistenceError
@@ -86,9 +87,7 @@ def _provider_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chat-model", dest="chat_model",
                    help="'openai/<model>' or 'none' for the deterministic composer and judge (default: $RAGATE_CHAT_MODEL "
                         "or none); server and key from $OPENAI_BASE_URL / $OPENAI_API_KEY")
-    p.add_argument("--rerank-model", dest="rerank_model",
-                   help="'cohere/<model>' or 'none' for ragate's own reranker (default: $RAGATE_RERANK_MODEL or none); "
-                        "server and key from $COHERE_BASE_URL / $COHERE_API_KEY")
+    _rerank_flag(p)
     p.add_argument("--vector-store", dest="vector_store", choices=["embedded", "qdrant"],
                    help="'embedded' (in-process, under --home) or 'qdrant' (server at $QDRANT_URL, key $QDRANT_API_KEY) "
                         "(default: $RAGATE_VECTOR_STORE or embedded)")
@@ -100,10 +99,18 @@ def _provider_flags(p: argparse.ArgumentParser) -> None:
                    help="retries of a failed provider call (default: $RAGATE_PROVIDER_RETRIES or 1)")
 
 
+def _rerank_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rerank-model", dest="rerank_model",
+                   help="'auto' (the local cross-encoder for English questions over English collections), "
+                        "'local/ms-marco-minilm', 'cohere/<model>' or 'none' for ragate's own reranker (default: "
+                        "$RAGATE_RERANK_MODEL or auto); Cohere's server and key from $COHERE_BASE_URL / $COHERE_API_KEY")
+
+
 def _policy_and_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--policy", dest="policy_path", help="policy YAML (default: $RAGATE_POLICY or policies/rag.yaml)")
     p.add_argument("--embedding-model", dest="embedding_model",
-                   help="'provider/model' (default: $RAGATE_EMBEDDING_MODEL or local/use-multilingual)")
+                   help="'auto' (each collection's own: English local/bge-small, else local/use-multilingual), or "
+                        "'provider/model' (default: $RAGATE_EMBEDDING_MODEL or auto)")
 
 
 def _chunking_flags(p: argparse.ArgumentParser) -> None:
@@ -135,6 +142,19 @@ def cmd_ingest(args: argparse.Namespace) -> int:
     if report.errors and not (report.documents_written or report.documents_unchanged):
         return 2  # nothing could be ingested
     return 1 if report.errors else 0
+
+
+def cmd_reembed(args: argparse.Namespace) -> int:
+    ctx = _context(args)
+    try:
+        check_providers(ctx)
+        report = reembed_collection(args.collection_name, context=ctx, progress=not args.quiet)
+    except (CollectionError, ProviderError) as exc:
+        print(f"ragate reembed: {exc}", file=sys.stderr)
+        return 2
+    print(f"{report.collection}: {report.chunks} chunks of {report.documents} documents re-embedded with "
+          f"{report.new_model} (was {report.old_model}; corpus language {report.language}) in {report.seconds:.1f} s")
+    return 0
 
 
 def _print_answer(out: dict) -> None:
@@ -391,8 +411,9 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                                qrels=args.qrels)
         return dataset, run_retrieval(dataset, home=_eval_home(args), ablations=ablations, limit=args.limit,
                                       top_n=args.top_n, k=args.k, intent=args.intent, policy_path=args.policy_path,
-                                      embedding_model=args.embedding_model, chunk_tokens=args.chunk_tokens,
-                                      overlap_tokens=args.overlap_tokens, progress=not args.quiet)
+                                      embedding_model=args.embedding_model, rerank_model=args.rerank_model,
+                                      chunk_tokens=args.chunk_tokens, overlap_tokens=args.overlap_tokens,
+                                      progress=not args.quiet)
 
     return _run_eval(args, "ragate eval", run, markdown, write_outputs)
 
@@ -404,8 +425,9 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, corpus=args.corpus, queries=args.queries)
         return dataset, answers.run_answers(dataset, home=_eval_home(args), limit=args.limit, intent=args.intent,
                                             top_n=args.top_n, k=args.k, policy_path=args.policy_path,
-                                            embedding_model=args.embedding_model, chunk_tokens=args.chunk_tokens,
-                                            overlap_tokens=args.overlap_tokens, progress=not args.quiet)
+                                            embedding_model=args.embedding_model, rerank_model=args.rerank_model,
+                                            chunk_tokens=args.chunk_tokens, overlap_tokens=args.overlap_tokens,
+                                            progress=not args.quiet)
 
     return _run_eval(args, "ragate eval answers", run, answers.markdown, answers.write_outputs)
 
@@ -445,6 +467,7 @@ def _eval_flags(p: argparse.ArgumentParser, folders: str, corpus: str, queries: 
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--home", help="data folder of the eval collections (default: $RAGATE_HOME/eval or .ragate/eval)")
     _policy_and_model_flags(p)
+    _rerank_flag(p)
     _chunking_flags(p)
 
 
@@ -464,6 +487,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     _common(p)
     p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("reembed", help="re-embed a collection (every tenant's chunks) with another embedding model")
+    p.add_argument("--collection", dest="collection_name", required=True)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _common(p)
+    p.set_defaults(func=cmd_reembed)
 
     p = sub.add_parser("ask", help="ask a question")
     p.add_argument("question")

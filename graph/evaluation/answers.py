@@ -197,7 +197,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent: str | None = None,
                 top_n: int | None = None, k: int | None = None, policy_path: str | None = None,
-                embedding_model: str | None = None, chunk_tokens: int | None = None,
+                embedding_model: str | None = None, rerank_model: str | None = None, chunk_tokens: int | None = None,
                 overlap_tokens: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Ingest (or reuse) the corpus and answer every query with the whole graph; the results
     (answers.json's content under "results"), the per-query rows and the run's settings."""
@@ -213,7 +213,7 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
         raise EvalError(f"no query with a gold answer among the {len(read)} read")
 
     ctx = eval_context(home=home, top_n=top_n, k=k, policy_path=policy_path, embedding_model=embedding_model,
-                       chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
+                       rerank_model=rerank_model, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
     ingest = ingest_dataset(dataset, ctx, progress=progress)
     ctx.collections = [ingest["collection"]]
     intent = resolve_intent(intent, load_policy(ctx.policy_path))  # as in run_retrieval
@@ -276,7 +276,7 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
         "files": {key: str(v) for key, v in dataset.files.items()},
         "queries_read": len(read), "queries_answered": len(rows), "limit": limit,
         "intent": intent or "auto (inferred)", "top_n": top_n or "policy", "k": k or "policy",
-        "policy": ctx.policy_path, "embedding_model": ctx.embedding_model, "memory_store": "InMemoryStore (throwaway)",
+        "policy": ctx.policy_path, "embedding_model": ingest["embedding_model"], "rerank_model": ctx.rerank_model, "memory_store": "InMemoryStore (throwaway)",
         "accuracy_rule": "upstream qa_evaluate.py: lowercased whitespace tokens of answer and gold intersect",
     }
     return {"results": results, "settings": settings, "per_query": rows, "errors": errors,

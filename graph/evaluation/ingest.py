@@ -21,7 +21,7 @@ from graph.providers.resources import get_resources
 
 EVAL_TENANT = "eval"
 # Bumped when `to_ragate` changes what is stored, so that an old collection is not reused.
-CONVERTER_VERSION = 1
+CONVERTER_VERSION = 2  # 2: `auto` embedding models (each collection's own)
 
 
 def collection_name(dataset: Dataset, ctx: Context) -> str:
@@ -49,7 +49,6 @@ def ingest_dataset(dataset: Dataset, ctx: Context, *, progress: bool = True) -> 
     """Ingest (or find already ingested) the dataset's documents; the ingest report as a dict."""
     name = collection_name(dataset, ctx)
     lines = [line for d in dataset.documents if (line := to_ragate(d, dataset.doc_type)) is not None]
-    get_resources(ctx).embeddings.embed_query("warm up")  # load the model before the clock starts
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="ragate-eval-") as tmp:
         path = Path(tmp) / f"{dataset.name}.jsonl"
@@ -64,7 +63,7 @@ def ingest_dataset(dataset: Dataset, ctx: Context, *, progress: bool = True) -> 
         "collection": name,
         "tenant": EVAL_TENANT,
         "home": str(ctx.home_path),
-        "embedding_model": ctx.embedding_model,
+        "embedding_model": report.embedding_model,
         "documents": len(dataset.documents),
         "documents_skipped_empty": len(dataset.documents) - len(lines),
         "documents_written": report.documents_written,

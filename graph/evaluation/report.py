@@ -50,7 +50,8 @@ def markdown(out: dict[str, Any]) -> str:
                  + (f"; --limit {settings['limit']}" if settings["limit"] else ""))
     parts += ingest_lines(ing)
     parts.append(f"- settings: top_n {settings['top_n']}, k {settings['k']}, min_score 0, no context budget, intent "
-                 f"{settings['intent']}, embeddings {settings['embedding_model']}")
+                 f"{settings['intent']}, embeddings {settings['embedding_model']}, "
+                 f"relevance model {settings.get('rerank_model')}")
     parts.append("")
     parts.append("### Metrics per ablation")
     parts.append("")

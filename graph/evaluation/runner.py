@@ -30,7 +30,7 @@ from graph.evaluation.metrics import (
 )
 from graph.graph import compile_graph
 from graph.policy import load_policy
-from graph.providers.resources import get_resources
+from graph.providers.resources import collection_embeddings, get_resources
 
 ABLATIONS: dict[str, dict[str, Any]] = {
     "bm25": {"retrieval_mode": "lexical", "decompose": False, "rerank": False, "boosts": False},
@@ -124,7 +124,11 @@ def resolve_intent(intent: str | None, policy) -> str | None:
 def forget_query_vectors(ctx: Context) -> None:
     """Empty the embedder's in-memory query-vector cache, so that every ablation pays for embedding
     its questions as a production run would (otherwise the first ablation pays for all of them)."""
-    get_resources(ctx).embeddings.clear_query_cache()
+    res = get_resources(ctx)
+    res.embeddings.clear_query_cache()
+    for collection in ctx.collections or ():
+        if (manifest := res.index.manifest(collection)) is not None:
+            collection_embeddings(ctx, collection, manifest).clear_query_cache()
 
 
 def run_ablation(graph, dataset: Dataset, queries: list[EvalQuery], ctx: Context, name: str, intent: str | None,
@@ -172,7 +176,7 @@ def _metrics(per_query: list[dict[str, float]]) -> dict[str, float | None]:
 
 def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = None, limit: int | None = None,
                   top_n: int = 30, k: int | None = None, intent: str | None = None, policy_path: str | None = None,
-                  embedding_model: str | None = None, chunk_tokens: int | None = None,
+                  embedding_model: str | None = None, rerank_model: str | None = None, chunk_tokens: int | None = None,
                   overlap_tokens: int | None = None, progress: bool = True) -> dict[str, Any]:
     """Ingest (or reuse) the corpus and run every ablation; the results (results.json's content
     under "results", plus the per-query rankings and run settings)."""
@@ -188,7 +192,8 @@ def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = 
         raise EvalError(f"no query with retrieval gold among the {len(read)} read")
 
     ctx = base_context(home=home, collection=None, top_n=top_n, k=k, policy_path=policy_path,
-                       embedding_model=embedding_model, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
+                       embedding_model=embedding_model, rerank_model=rerank_model, chunk_tokens=chunk_tokens,
+                       overlap_tokens=overlap_tokens)
     ingest = ingest_dataset(dataset, ctx, progress=progress)
     ctx.collections = [ingest["collection"]]
     policy = load_policy(ctx.policy_path)
@@ -243,7 +248,7 @@ def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = 
         "queries_read": len(read), "queries_scored": len(queries), "excluded_without_gold": len(read) - len(queries),
         "limit": limit, "top_n": top_n, "k": k or policy.entity_route(None).profile.k, "intent": intent or "auto (inferred)",
         "min_score": 0.0, "max_context_chars": 10**9, "ablations": {n: ABLATIONS[n] for n in ablations},
-        "policy": ctx.policy_path, "embedding_model": ctx.embedding_model,
+        "policy": ctx.policy_path, "embedding_model": ingest["embedding_model"], "rerank_model": ctx.rerank_model,
     }
     per_query = [
         {"id": q.id, "type": q.type, "query": q.text,

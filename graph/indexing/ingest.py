@@ -29,10 +29,11 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from graph import settings
-from graph.algorithms.text import detect_language, get_analyzer, split_sentences
+from graph.algorithms.text import corpus_language, detect_language, get_analyzer, split_sentences
 from graph.context import CHUNK_TOKENS, OVERLAP_TOKENS, Context
 from graph.policy import load_policy
-from graph.providers.resources import get_resources
+from graph.providers.embeddings import MULTILINGUAL_MODEL, is_auto, model_for_language
+from graph.providers.resources import collection_model, embeddings_named, get_resources
 from graph.providers.vectorstore import APPROVED_STATUSES, TENANT_FIELD, ChunkRecord
 
 TOKENS_PER_WORD = 1.3  # sub-word tokens per whitespace word, Portuguese and English news text
@@ -95,6 +96,7 @@ class IngestReport:
     chunks_written: int = 0
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    embedding_model: str | None = None  # the collection's (chosen at its first ingest, recorded in its manifest)
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -601,8 +603,23 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
     res = get_resources(ctx)
     analyzer = get_analyzer(policy)
     markers, default_lang = policy.languages.markers, policy.languages.default
-    dims = len(res.embeddings.embed_query("dimension probe"))
-    res.index.ensure_collection(collection, dims, ctx.embedding_model)
+    languages = {doc.id: detect_language(doc.content, markers, default_lang) for doc, _ in prepared}
+    corpus = corpus_language([(languages[doc.id], len(doc.content)) for doc, _ in prepared],
+                             policy.languages.monolingual_share)
+    manifest = res.index.manifest(collection)
+    if manifest is not None:
+        model = collection_model(ctx, collection, manifest)
+        if manifest.get("language") not in (None, "mixed") and corpus not in (None, manifest["language"]):
+            report.warnings.append(
+                f"collection '{collection}' is embedded with {model}, chosen for {manifest['language']} text; these "
+                f"documents are {corpus}: they are searched less well by meaning. Re-embed it with the multilingual "
+                f"model: ragate reembed --collection {collection} --embedding-model {MULTILINGUAL_MODEL}")
+    else:
+        model = model_for_language(corpus) if is_auto(ctx.embedding_model) else ctx.embedding_model.strip()
+    embeddings = embeddings_named(ctx, model)
+    report.embedding_model = model
+    dims = len(embeddings.embed_query("dimension probe"))
+    res.index.ensure_collection(collection, dims, model, language=corpus)
 
     bar = None
     if progress:
@@ -643,7 +660,7 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
         # here writes none of this batch and leaves the earlier batches written.
         texts = [f"{r.header}\n{r.text}" for _, records in pending for r in records]
         try:
-            vectors = iter(res.embeddings.embed_documents(texts))
+            vectors = iter(embeddings.embed_documents(texts))
         except Exception as exc:
             raise failed("embedding", pending[0][0], exc, [d for d, _ in pending]) from exc
         for i, (doc, records) in enumerate(pending):
@@ -664,7 +681,7 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
         pending.clear()
 
     for doc, meta in prepared:
-        language = detect_language(doc.content, markers, default_lang)
+        language = languages[doc.id]
         header = header_for(doc)
         content = doc.content
         if isinstance(meta.get("performance_snapshot"), dict):

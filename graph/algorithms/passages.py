@@ -1,0 +1,41 @@
+"""Passage windows: the part of a chunk a relevance model reads.
+
+A cross-encoder's cost grows with the length of what it reads, and a 450-token chunk usually answers a
+question in two or three of its sentences. `best_window` picks the run of consecutive sentences, at most
+`max_words` long, that holds the most of the question's terms (each counted once, rarer terms first
+among ties by position), so the model scores the chunk's best part instead of its first 128 tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from graph.algorithms.text import split_sentences
+
+
+def best_window(text: str, question_terms: set, terms_of: Callable[[str], Iterable], max_words: int) -> str:
+    """The window of `text` (whole sentences, at most `max_words` words; a longer first sentence is cut)
+    holding the most distinct `question_terms` (`terms_of(sentence)` gives a sentence's terms); the
+    earliest such window on a tie. `text` itself when it is short enough."""
+    words = text.split()
+    if len(words) <= max_words:
+        return text
+    sentences = [s for s in split_sentences(text) if s.strip()]
+    if not sentences:
+        return " ".join(words[:max_words])
+    lengths = [len(s.split()) for s in sentences]
+    held = [set(terms_of(s)) & question_terms for s in sentences]
+    best, best_score = (0, 1), -1
+    for start in range(len(sentences)):
+        end, used, found = start, 0, set()
+        while end < len(sentences) and (end == start or used + lengths[end] <= max_words):
+            used += lengths[end]
+            found |= held[end]
+            end += 1
+        if len(found) > best_score:
+            best, best_score = (start, end), len(found)
+        if end == len(sentences):
+            break  # later starts only drop sentences from this window
+    window = " ".join(sentences[best[0]:best[1]])
+    cut = window.split()
+    return window if len(cut) <= max_words else " ".join(cut[:max_words])
