@@ -92,7 +92,7 @@ class Profile:
     k: int = field(metadata=_POSITIVE)                  # candidates per search list
     min_score: float                                    # rerank score below which a chunk is dropped
     max_context_chars: int = field(metadata=_POSITIVE)  # characters of chunk text handed to the composer
-    # Candidates the relevance model (cross-encoder, Cohere) scores; None: rerank.relevance.candidates,
+    # Candidates the relevance model (cross-encoder, Cohere) scores; None: rerank.relevance's `candidates`,
     # 0: none (a latency-critical intent keeps ragate's own reranker only).
     rerank_depth: int | None = field(default=None, metadata=_between(0, 1000))
 
@@ -226,12 +226,20 @@ class ModelRerankSettings:
 
 @dataclass(frozen=True)
 class RelevanceModelSettings:
-    """How the rerank step uses a relevance model (RAGATE_RERANK_MODEL: the local cross-encoder, Cohere)."""
+    """How the rerank step uses one kind of relevance model."""
 
-    candidates: int = field(default=25, metadata=_between(1, 1000))  # the best ones by ragate's own score
-    window_words: int = field(default=60, metadata=_between(8, 1000))  # each candidate's best window is scored
-    max_tokens: int = field(default=128, metadata=_between(16, 512))  # question + window, for the local model
-    weight: float = field(default=1.0, metadata=_SHARE)  # its share of the score; the rest is ragate's own
+    candidates: int = field(metadata=_between(1, 1000))  # the best ones by ragate's own score are scored
+    weight: float = field(metadata=_SHARE)  # its share of the score; the rest is ragate's own
+    window_words: int = field(default=50, metadata=_between(8, 1000))  # a local model reads each one's best window
+    max_tokens: int = field(default=128, metadata=_between(16, 512))  # question + window, for a local model
+
+
+@dataclass(frozen=True)
+class RelevanceModels:
+    # The local cross-encoder (`auto` for English, `local/ms-marco-minilm`): cost grows with what it reads.
+    cross_encoder: RelevanceModelSettings = RelevanceModelSettings(candidates=12, weight=0.3)
+    # A relevance server (`cohere/<model>`): reads whole chunks; a strong model's score can stand alone.
+    server: RelevanceModelSettings = RelevanceModelSettings(candidates=25, weight=1.0)
 
 
 @dataclass(frozen=True)
@@ -239,7 +247,7 @@ class RerankSettings:
     weights: RerankWeights = RerankWeights()
     dense_calibration: DenseCalibration = DenseCalibration()
     top_n: int = field(default=5, metadata=_POSITIVE)
-    relevance: RelevanceModelSettings = RelevanceModelSettings()
+    relevance: RelevanceModels = RelevanceModels()
     # Embedding models differ in how far their cosine can be trusted and on what scale it runs
     # (bge-small's unrelated pairs sit near 0.6, USE's near 0.2): a model listed here has its own
     # weights and calibration for the chunks of its collections; any other uses the two above.

@@ -5,6 +5,9 @@ Embedded reranker (`local/hybrid`, no downloaded model): a blend of
   lexical — share of the question's terms (stemmed, IDF-weighted over the candidates) in the chunk;
   bm25    — the engine's BM25 score relative to the best one, times the lexical coverage;
   fused   — the RRF score relative to the best one.
+Weights and the cosine scale are the chunk's embedding model's (`rerank.models` in the policy). A
+relevance model then rescores the best candidates (`relevance_rerank`: under `auto`, the local
+cross-encoder for an English question over English collections; `cohere/<model>` when configured).
 For a split question, the first places are then chosen to cover its parts (`diversify`, xQuAD).
 The signals were computed inside the engine during retrieval, so scoring reads no text. So were the
 boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
@@ -274,20 +277,22 @@ def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_te
     """Rerank the best candidates with the run's relevance model (graph/providers/relevance.py: the local
     cross-encoder under `auto` for an English question over English collections, or the configured
     `local/...` / `cohere/...` one). A local model reads each candidate as its header and its best
-    window (algorithms/passages.py), a server the whole chunk; `rerank.relevance.weight` of its score is the model's relevance (kept in
-    `scores.provider_rerank`), the rest ragate's own (`scores.local_rerank`); the boosts apply after, and
-    the candidates left unscored are dropped. No model, or a profile's `rerank_depth` of 0: the ranking
-    stands. Any failure keeps it too and says why."""
-    settings = policy.rerank.relevance
+    window (algorithms/passages.py), a server the whole chunk (`rerank.relevance.cross_encoder` /
+    `.server`: how many, and `weight`: the model's share of the score, kept in `scores.provider_rerank`;
+    the rest is ragate's own, `scores.local_rerank`); the chunks below them keep their order under
+    them; the boosts apply after. No model, or a profile's `rerank_depth` of 0: the ranking stands.
+    Any failure keeps it too and says why."""
     depth = rag["profile"].get("rerank_depth")
-    depth = settings.candidates if depth is None else int(depth)
     notes: list[str] = []
     try:
         languages = [(index.manifest(c) or {}).get("language") for c in rag["collections"]]
         spec = choose_relevance(ctx, rag.get("language", "en"), languages)
-        if spec is None or depth <= 0:
+        if spec is None or depth == 0:
             return ranked, []
         analyzer, language = get_analyzer(policy), rag.get("language", "en")
+        models = policy.rerank.relevance
+        settings = models.cross_encoder if spec.startswith("local/") else models.server
+        depth = settings.candidates if depth is None else int(depth)
         scorer = relevance_scorer(spec, ctx, analyzer=analyzer, language=language, max_tokens=settings.max_tokens,
                                   top_n=depth)
         head = fetch_texts(ranked[:depth], ctx.tenant, index, notes)
@@ -305,7 +310,15 @@ def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_te
         local = chunk["scores"]["rerank_base"]
         chunk["scores"].update(local_rerank=local, provider_rerank=score,
                                rerank_base=weight * score + (1 - weight) * local)
-    return apply_boosts(head, boosts), notes
+    # The chunks below the scored ones stay below them: each is given the lowest relevance the model
+    # gave (it ranked under all of those by ragate's own score), so the cut still has them to choose from.
+    lowest = min(relevance, default=0.0)
+    tail = ranked[depth:]
+    for chunk in tail:
+        local = chunk["scores"]["rerank_base"]
+        chunk["scores"].update(local_rerank=local, provider_rerank=None,
+                               rerank_base=weight * lowest + (1 - weight) * local)
+    return apply_boosts(head + tail, boosts), notes
 
 
 def _passage(chunk: Chunk, question_terms: set[int], terms_of, window_words: int) -> str:

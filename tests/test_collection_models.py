@@ -132,3 +132,60 @@ def test_reembed_swaps_the_model_and_keeps_every_tenants_chunks(home, tmp_path, 
     assert "already embedded with local/bge-small" in capsys.readouterr().err
     assert main(["reembed", "--collection", "nope", "--home", str(home), "--quiet"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+# --- the cross-encoder in the rerank step -----------------------------------------------------
+
+
+@pytest.fixture
+def english_home(tmp_path) -> Path:
+    home = tmp_path / "home"
+    ingest_path(write_corpus(tmp_path / "en", ENGLISH), collection="english", tenant="t", context=Context(home=str(home)))
+    return home
+
+
+def ask_retrieval(home: Path, question: str, **context):
+    ctx = Context(home=str(home), tenant="t", collections=["english"], **context)
+    return compile_graph(retrieval_only=True).invoke({"question": question}, context=ctx)
+
+
+def test_auto_reranks_an_english_question_over_an_english_collection_with_the_cross_encoder(english_home):
+    state = ask_retrieval(english_home, "What was the main reason for online returns?")
+    assert not state.get("errors"), state.get("errors")
+    top = state["reranked"][0]
+    assert top["docId"] == "returns"
+    s = top["scores"]
+    assert s["provider_rerank"] > 0.5  # the cross-encoder's P(relevant)
+    assert s["rerank_base"] == pytest.approx(0.3 * s["provider_rerank"] + 0.7 * s["local_rerank"])
+    # Every chunk it did not score keeps its place below the scored ones.
+    assert all("provider_rerank" in c["scores"] for c in state["reranked"])
+
+
+def test_no_cross_encoder_for_a_portuguese_question_or_when_switched_off(english_home, write_policy):
+    state = ask_retrieval(english_home, "Qual foi o principal motivo das devoluções online?")
+    assert all(c["scores"].get("provider_rerank") is None for c in state["reranked"])
+    state = ask_retrieval(english_home, "What was the main reason for online returns?", rerank_model="none")
+    assert all(c["scores"].get("provider_rerank") is None for c in state["reranked"])
+
+    def no_depth(raw):
+        for profile in raw["profiles"].values():
+            profile["rerank_depth"] = 0
+
+    state = ask_retrieval(english_home, "What was the main reason for online returns?",
+                          policy_path=str(write_policy(no_depth)))
+    assert not state.get("errors"), state.get("errors")
+    assert all(c["scores"].get("provider_rerank") is None for c in state["reranked"])
+    assert state["reranked"][0]["docId"] == "returns"
+
+
+def test_a_profile_depth_limits_the_scored_candidates(english_home, write_policy):
+    def depth_one(raw):
+        for profile in raw["profiles"].values():
+            profile["rerank_depth"] = 1
+
+    state = ask_retrieval(english_home, "What was the main reason for online returns?",
+                          policy_path=str(write_policy(depth_one)))
+    scored = [c for c in state["reranked"] if c["scores"].get("provider_rerank") is not None]
+    assert len(scored) == 1 and len(state["reranked"]) > 1
+    # The unscored ones rank under it, as if the model gave them its lowest score.
+    assert state["reranked"][0] is not None and state["reranked"][0]["scores"]["provider_rerank"] is not None

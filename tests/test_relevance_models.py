@@ -190,3 +190,9 @@ def test_corpus_language():
     assert corpus_language([("en", 800), ("pt", 200)], 0.9) == "mixed"
     assert corpus_language([("pt", 10)], 0.9) == "pt"
     assert corpus_language([], 0.9) is None
+
+
+def test_a_question_longer_than_the_budget_is_still_scored():
+    long_question = " ".join(["Which company, reported by several outlets in October, announced the results"] * 12)
+    scores = CrossEncoderRelevance(max_tokens=64).score(long_question, [RETURNS, WEATHER])
+    assert len(scores) == 2 and all(0.0 <= s <= 1.0 for s in scores)

@@ -137,10 +137,10 @@ class OnnxModel:
         self._lock = threading.Lock()
 
     def encode(self, texts: Sequence[str] | Sequence[tuple[str, str]], max_tokens: int) -> list:
-        """Token encodings, each cut to `max_tokens` (a pair: the passage is cut, never the question)."""
+        """Token encodings, each cut to `max_tokens` (a pair: the longer of its two texts is cut first, so
+        the passage gives way before the question, and a question longer than the budget still fits)."""
         with self._lock:
-            self.tokenizer.enable_truncation(max_tokens, strategy="only_second" if texts and isinstance(texts[0], tuple)
-                                             else "longest_first")
+            self.tokenizer.enable_truncation(max_tokens, strategy="longest_first")
             try:
                 return self.tokenizer.encode_batch(list(texts))
             finally:
