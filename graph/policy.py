@@ -232,12 +232,15 @@ class RelevanceModelSettings:
     weight: float = field(metadata=_SHARE)  # its share of the score; the rest is ragate's own
     window_words: int = field(default=50, metadata=_between(8, 1000))  # a local model reads each one's best window
     max_tokens: int = field(default=128, metadata=_between(16, 512))  # question + window, for a local model
+    # True: the model only reorders the candidates, and the k-th place keeps the k-th best of ragate's own
+    # scores, so the composer's relevance floor and coverage levels (set on that scale) still hold.
+    keep_scale: bool = False
 
 
 @dataclass(frozen=True)
 class RelevanceModels:
     # The local cross-encoder (`auto` for English, `local/ms-marco-minilm`): cost grows with what it reads.
-    cross_encoder: RelevanceModelSettings = RelevanceModelSettings(candidates=12, weight=0.3)
+    cross_encoder: RelevanceModelSettings = RelevanceModelSettings(candidates=12, weight=0.3, keep_scale=True)
     # A relevance server (`cohere/<model>`): reads whole chunks; a strong model's score can stand alone.
     server: RelevanceModelSettings = RelevanceModelSettings(candidates=25, weight=1.0)
 

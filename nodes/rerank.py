@@ -310,6 +310,12 @@ def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_te
         local = chunk["scores"]["rerank_base"]
         chunk["scores"].update(local_rerank=local, provider_rerank=score,
                                rerank_base=weight * score + (1 - weight) * local)
+    if settings.keep_scale:
+        # The model's order, ragate's scale: the k-th place gets the k-th best local score.
+        scale = sorted((c["scores"]["local_rerank"] for c in head), reverse=True)
+        for chunk, local in zip(sorted(head, key=lambda c: (-c["scores"]["rerank_base"], c["id"])), scale):
+            chunk["scores"].update(blended=chunk["scores"]["rerank_base"], rerank_base=local)
+        return apply_boosts(head + _below(ranked[depth:], min(scale, default=0.0)), boosts), notes
     # The chunks below the scored ones stay below them: each is given the lowest relevance the model
     # gave (it ranked under all of those by ragate's own score), so the cut still has them to choose from.
     lowest = min(relevance, default=0.0)
@@ -319,6 +325,14 @@ def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_te
         chunk["scores"].update(local_rerank=local, provider_rerank=None,
                                rerank_base=weight * lowest + (1 - weight) * local)
     return apply_boosts(head + tail, boosts), notes
+
+
+def _below(tail: list[Chunk], ceiling: float) -> list[Chunk]:
+    """The unscored candidates, each kept at or under the lowest scored one (they ranked below it)."""
+    for chunk in tail:
+        local = chunk["scores"]["rerank_base"]
+        chunk["scores"].update(local_rerank=local, provider_rerank=None, rerank_base=min(local, ceiling))
+    return tail
 
 
 def _passage(chunk: Chunk, question_terms: set[int], terms_of, window_words: int) -> str:

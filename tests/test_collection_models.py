@@ -156,7 +156,11 @@ def test_auto_reranks_an_english_question_over_an_english_collection_with_the_cr
     assert top["docId"] == "returns"
     s = top["scores"]
     assert s["provider_rerank"] > 0.5  # the cross-encoder's P(relevant)
-    assert s["rerank_base"] == pytest.approx(0.3 * s["provider_rerank"] + 0.7 * s["local_rerank"])
+    assert s["blended"] == pytest.approx(0.3 * s["provider_rerank"] + 0.7 * s["local_rerank"])
+    # The model orders, ragate's scale scores: the scored places hold the scored chunks' own local scores.
+    scored = [c for c in state["reranked"] if c["scores"].get("provider_rerank") is not None]
+    assert [c["scores"]["blended"] for c in scored] == sorted((c["scores"]["blended"] for c in scored), reverse=True)
+    assert sorted(c["scores"]["rerank_base"] for c in scored) == sorted(c["scores"]["local_rerank"] for c in scored)
     # Every chunk it did not score keeps its place below the scored ones.
     assert all("provider_rerank" in c["scores"] for c in state["reranked"])
 

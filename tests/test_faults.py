@@ -343,12 +343,15 @@ def test_embedding_provider_fails_at_retrieve(graph, home, scripted_server, monk
         retries, reason = 0, r"Connection error"
         injected.count()  # every embedding call of the run is refused
     elif mode == "another-model":
-        # A healthy provider, but not the model the collection was built with (fewer dimensions):
-        # the engine would refuse every dense search of the branch.
+        # A healthy provider, but the run names another model than the one the collection was built
+        # with: its vectors would not be comparable, so it is never asked (the collection's manifest
+        # says so before any call) and every branch searches lexically, saying why.
         model, retries = "openai/another-embedder", 0
-        scripted_server.default(EMB, counted(injected, lambda b: Reply.embeddings(dims=DIMS // 2)))
-        expected = (rf"^retrieve\[\d\]: embeddings of {DIMS // 2} dimensions cannot search collection 'documents' "
-                    rf"\({DIMS} dimensions\); lexical search only$")
+        scripted_server.default(EMB, lambda b: Reply.embeddings(dims=DIMS // 2))
+        injected.count()  # the fault is the run's setting itself
+        expected = (rf"^retrieve\[\d\]: collection 'documents' was embedded with {MODEL}, not openai/another-embedder: "
+                    r".*ragate reembed --collection documents --embedding-model openai/another-embedder; "
+                    r"lexical search only$")
     else:
         fault, retries, reason = EMBEDDING_FAULTS[mode]
         scripted_server.default(EMB, counted(injected, fault))

@@ -388,7 +388,7 @@ def _run_eval(args: argparse.Namespace, prefix: str, run, markdown, write_output
     message, else the Markdown report on stdout and, with --out, the files."""
     try:
         dataset, out = run()
-    except (DatasetError, EvalError, IngestError, CollectionError) as exc:
+    except (DatasetError, EvalError, IngestError, CollectionError, PolicyError, ProviderError) as exc:
         print(f"{prefix}: {exc}", file=sys.stderr)
         return 2
     for w in dataset.warnings[:10]:

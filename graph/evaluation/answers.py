@@ -56,7 +56,14 @@ from graph.evaluation.datasets import NULL_TYPE, Dataset, EvalQuery
 from graph.evaluation.ingest import ingest_dataset
 from graph.evaluation.metrics import facts_in_chunks, percentiles, strip_ws
 from graph.evaluation.report import _fmt, _table, ingest_lines, write_jsonl
-from graph.evaluation.runner import EvalError, _node_key, eval_context, forget_query_vectors, resolve_intent
+from graph.evaluation.runner import (
+    EvalError,
+    _node_key,
+    eval_context,
+    forget_query_vectors,
+    freeze_policy,
+    resolve_intent,
+)
 from graph.graph import compile_graph
 from graph.policy import load_policy
 
@@ -214,6 +221,8 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
 
     ctx = eval_context(home=home, top_n=top_n, k=k, policy_path=policy_path, embedding_model=embedding_model,
                        rerank_model=rerank_model, chunk_tokens=chunk_tokens, overlap_tokens=overlap_tokens)
+    policy_file = ctx.policy_path
+    freeze_policy(ctx)  # as in run_retrieval
     ingest = ingest_dataset(dataset, ctx, progress=progress)
     ctx.collections = [ingest["collection"]]
     intent = resolve_intent(intent, load_policy(ctx.policy_path))  # as in run_retrieval
@@ -276,7 +285,7 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
         "files": {key: str(v) for key, v in dataset.files.items()},
         "queries_read": len(read), "queries_answered": len(rows), "limit": limit,
         "intent": intent or "auto (inferred)", "top_n": top_n or "policy", "k": k or "policy",
-        "policy": ctx.policy_path, "embedding_model": ingest["embedding_model"], "rerank_model": ctx.rerank_model, "memory_store": "InMemoryStore (throwaway)",
+        "policy": policy_file, "embedding_model": ingest["embedding_model"], "rerank_model": ctx.rerank_model, "memory_store": "InMemoryStore (throwaway)",
         "accuracy_rule": "upstream qa_evaluate.py: lowercased whitespace tokens of answer and gold intersect",
     }
     return {"results": results, "settings": settings, "per_query": rows, "errors": errors,

@@ -14,6 +14,7 @@ policy's fallback intent (`knowledge`, no filter); `intent="auto"` measures the 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -113,6 +114,23 @@ def base_context(*, home: str, collection: str | None, top_n: int, k: int | None
                         policy_path=policy_path, embedding_model=embedding_model, **settings)
 
 
+def freeze_policy(ctx: Context) -> None:
+    """Point `ctx` at a copy of its policy, taken now and validated (PolicyError before any ingest): a
+    run reads its policy again on every question, so an edit of the file during a long evaluation would
+    otherwise change the rules half-way (or, mid-edit, disable retrieval for the rest of the run)."""
+    policy = load_policy(ctx.policy_path)
+    folder = ctx.home_path / "policy-snapshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    frozen = folder / f"{policy.digest[:16]}.yaml"
+    if not frozen.exists():
+        tmp = frozen.with_suffix(".tmp")
+        tmp.write_bytes(Path(policy.path).read_bytes())
+        tmp.replace(frozen)
+    if load_policy(str(frozen)).digest != policy.digest:  # the file changed between the two reads
+        raise EvalError(f"the policy {ctx.policy_path} changed while the evaluation started; run it again")
+    ctx.policy_path = str(frozen)
+
+
 def resolve_intent(intent: str | None, policy) -> str | None:
     """The intent every query is asked with: the policy's fallback intent unless one is given;
     "auto": none, so that route_gate infers it as in production."""
@@ -194,6 +212,8 @@ def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = 
     ctx = base_context(home=home, collection=None, top_n=top_n, k=k, policy_path=policy_path,
                        embedding_model=embedding_model, rerank_model=rerank_model, chunk_tokens=chunk_tokens,
                        overlap_tokens=overlap_tokens)
+    policy_file = ctx.policy_path
+    freeze_policy(ctx)
     ingest = ingest_dataset(dataset, ctx, progress=progress)
     ctx.collections = [ingest["collection"]]
     policy = load_policy(ctx.policy_path)
@@ -248,7 +268,8 @@ def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = 
         "queries_read": len(read), "queries_scored": len(queries), "excluded_without_gold": len(read) - len(queries),
         "limit": limit, "top_n": top_n, "k": k or policy.entity_route(None).profile.k, "intent": intent or "auto (inferred)",
         "min_score": 0.0, "max_context_chars": 10**9, "ablations": {n: ABLATIONS[n] for n in ablations},
-        "policy": ctx.policy_path, "embedding_model": ingest["embedding_model"], "rerank_model": ctx.rerank_model,
+        "policy": policy_file, "policy_digest": policy.digest, "embedding_model": ingest["embedding_model"],
+        "rerank_model": ctx.rerank_model,
     }
     per_query = [
         {"id": q.id, "type": q.type, "query": q.text,
