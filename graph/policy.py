@@ -222,6 +222,8 @@ class ModelRerankSettings:
 
     weights: RerankWeights = RerankWeights()
     dense_calibration: DenseCalibration = DenseCalibration()
+    # The compose floor (`compose.relevance_floor`) on this model's score scale; None: the compose one.
+    relevance_floor: float | None = field(default=None, metadata=_SHARE)
 
 
 @dataclass(frozen=True)

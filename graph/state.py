@@ -68,6 +68,7 @@ class Chunk(TypedDict, total=False):
     metadata: dict[str, Any]
     similarity: float
     rerankScore: float
+    relevanceFloor: float      # below this rerankScore the chunk is irrelevant (its embedding model's scale)
     rank: int
     scores: dict[str, Any]
 

@@ -43,12 +43,17 @@ from graph.state import Chunk, State
 _BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
 
 
+def is_relevant(chunk: Chunk, cfg: ComposeSettings) -> bool:
+    """The chunk's score reaches the relevance floor of its scale (its embedding model's, set by rerank;
+    else `compose.relevance_floor`)."""
+    return chunk["rerankScore"] >= chunk.get("relevanceFloor", cfg.relevance_floor)
+
+
 def coverage_level(chunks: list[Chunk], cfg: ComposeSettings) -> str:
     """high: 3+ docs, mean ≥ 0.7; medium: 2+ docs, mean ≥ 0.5; low: 1+ relevant doc; none otherwise."""
-    floor = cfg.relevance_floor
     best_per_doc: dict[str, float] = {}
     for c in chunks:
-        if c["rerankScore"] >= floor:
+        if is_relevant(c, cfg):
             best_per_doc[c["docId"]] = max(best_per_doc.get(c["docId"], 0.0), c["rerankScore"])
     if not best_per_doc:
         return "none"
@@ -308,7 +313,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     cfg = policy.compose
     analyzer = get_analyzer(policy)
     coverage = coverage_level(chunks, cfg)
-    relevant = [c for c in chunks if c["rerankScore"] >= cfg.relevance_floor]
+    relevant = [c for c in chunks if is_relevant(c, cfg)]
     relevant, conflict_notes = resolve_conflicts(relevant, language, question)
     missing = missing_terms(question, language, chunks, analyzer)
 

@@ -243,7 +243,8 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     profile = rag["profile"]
     max_chunks = int(rag.get("max_chunks") or cfg.top_n)
     index = bounded_index(ctx)
-    scored = base_scores(question_terms, fused, cfg, model_settings(index, rag["collections"], cfg))
+    settings_of = model_settings(index, rag["collections"], cfg)
+    scored = base_scores(question_terms, fused, cfg, settings_of)
     if not ctx.rerank:
         # Switched off: the fused order stands, scored relative to the best fused chunk.
         for c in scored:
@@ -268,6 +269,11 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     ranked, quarantined = quarantine_instructions(ranked, instruction_matcher(policy.documents.instruction_patterns))
     if quarantined:
         errors = errors + [f"rerank: text addressed to a model removed from {', '.join(quarantined)} (prompt injection)"]
+    # Each chunk carries the relevance floor of its embedding model's scale, for the composer.
+    for chunk in ranked:
+        floor = settings_of.get(chunk.get("collection", ""), cfg.for_model(None)).relevance_floor
+        if floor is not None:
+            chunk["relevanceFloor"] = floor
     update = {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}
     return {**update, "errors": errors} if errors else update
 
