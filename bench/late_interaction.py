@@ -89,6 +89,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/late_interaction.py` from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
 
+from graph.algorithms.passages import best_window as ragate_best_window  # noqa: E402
 from graph.providers.local_models import (  # noqa: E402
     BgeSmallEmbeddings,
     CrossEncoder,
@@ -495,29 +496,9 @@ class MultiVectorIndex:
 
 
 def best_window(text: str, question: str, max_words: int) -> str:
-    """ragate's passage choice (graph/algorithms/passages.py, re-implemented here on this script's BM25 terms):
-    the run of whole sentences, at most `max_words` words, holding the most distinct question terms (the
-    earliest on a tie); the text itself when short enough."""
-    words = text.split()
-    if len(words) <= max_words:
-        return text
-    sentences = [x for x in _SENTENCE_END.split(text) if x.strip()]
-    asked = set(bm25_tokens(question))
-    lengths = [len(x.split()) for x in sentences]
-    held = [set(bm25_tokens(x)) & asked for x in sentences]
-    best, best_score = (0, 1), -1
-    for start in range(len(sentences)):
-        end, used, found = start, 0, set()
-        while end < len(sentences) and (end == start or used + lengths[end] <= max_words):
-            used += lengths[end]
-            found |= held[end]
-            end += 1
-        if len(found) > best_score:
-            best, best_score = (start, end), len(found)
-        if end == len(sentences):
-            break
-    cut = " ".join(sentences[best[0]:best[1]]).split()
-    return " ".join(cut[:max_words])
+    """ragate's passage choice (graph/algorithms/passages.py) on this script's BM25 terms: the run of whole
+    sentences, at most `max_words` words, holding the most distinct question terms."""
+    return ragate_best_window(text, set(bm25_tokens(question)), bm25_tokens, max_words)
 
 
 def windows(model: OnnxModel, question: str, passage: str, max_tokens: int) -> list[str]:
