@@ -347,8 +347,9 @@ class Example:
 
 
 def context(home: Path, tenant: str | None, engine: str = "embedded") -> Context:
+    # One named model: the checks below embed with `res.embeddings` themselves (the property is isolation).
     return Context(home=str(home), tenant=tenant, chunk_tokens=INGEST_CHUNK_TOKENS, overlap_tokens=INGEST_OVERLAP_TOKENS,
-                   vector_store=engine)
+                   vector_store=engine, embedding_model="local/use-multilingual")
 
 
 def stored_points(ctx: Context) -> dict[str, tuple[str, str]]:

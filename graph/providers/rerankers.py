@@ -56,9 +56,12 @@ def check_rerank_reply(reply: Any, documents: int) -> None:
 
 
 def reranker(ctx: Any, top_n: int = 50):
-    """The run's Cohere-compatible reranker, or None when `ctx.rerank_model` is "none"."""
+    """The run's Cohere-compatible reranker, or None when `ctx.rerank_model` names none (`none`, `auto`, a
+    local model: graph/providers/relevance.py)."""
+    if (ctx.rerank_model or "").strip().casefold() == "auto":
+        return None
     parsed = parse_spec("RAGATE_RERANK_MODEL", ctx.rerank_model, RERANK_PROVIDERS)
-    if parsed is None:
+    if parsed is None or parsed[0] != "cohere":
         return None
     key = env_required("COHERE_API_KEY", "RAGATE_RERANK_MODEL", ctx.rerank_model)
     base_url = settings.text("COHERE_BASE_URL") or settings.text("CO_API_URL")
