@@ -646,6 +646,10 @@ def first_stage(ds: Dataset, bm25: BM25, dense_docs: np.ndarray, emb: BgeSmallEm
     return candidates, ms
 
 
+def per_query_ndcg(ds: Dataset, qids: Sequence[str], rankings: dict[str, list[int]]) -> np.ndarray:
+    return np.array([ndcg_at([ds.doc_ids[i] for i in rankings[qid]], ds.relevant[qid]) for qid in qids])
+
+
 def evaluate(ds: Dataset, qids: Sequence[str], rankings: dict[str, list[int]]) -> tuple[float, float]:
     nd, rc = [], []
     for qid in qids:
@@ -653,6 +657,14 @@ def evaluate(ds: Dataset, qids: Sequence[str], rankings: dict[str, list[int]]) -
         nd.append(ndcg_at(ranked, ds.relevant[qid]))
         rc.append(recall_at(ranked, ds.relevant[qid], ds.facts.get(qid)))
     return float(np.mean(nd)), float(np.mean(rc))
+
+
+def paired_delta(a: np.ndarray, b: np.ndarray, seed: int = 0, resamples: int = 2000) -> tuple[float, float, float]:
+    """mean(a − b) and its 95% paired-bootstrap interval."""
+    d = a - b
+    idx = np.random.default_rng(seed).integers(0, len(d), size=(resamples, len(d)))
+    means = d[idx].mean(axis=1)
+    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
 def explore(ds: Dataset, dev: Sequence[str], candidates: dict[str, list[int]], fit_docs: int, seed: int) -> list[dict]:
@@ -677,6 +689,10 @@ def explore(ds: Dataset, dev: Sequence[str], candidates: dict[str, list[int]], f
     base_nd, base_rc = evaluate(ds, dev, candidates)
     rows.append({"style": "first stage", "head": "—", "dims": None, "ndcg10": base_nd, "recall10": base_rc})
     return rows
+
+
+def delta_note(delta: tuple[float, float, float] | None) -> str:
+    return "" if delta is None else f" ({delta[0]:+.3f} [{delta[1]:+.3f}, {delta[2]:+.3f}])"
 
 
 def explore_table(rows: list[dict], queries: int, depth: int) -> str:
@@ -814,7 +830,11 @@ def main(argv: list[str] | None = None) -> int:
     def row(stage: str, data: dict, qids: Sequence[str], **fields) -> dict:
         nd, rc = evaluate(ds, qids, data["ranking"])
         say(f"  {stage}: nDCG@10 {nd:.3f}, R@10 {rc:.3f}, p50 {percentile(data['ms'], 50):.1f} ms")
-        return {"stage": stage, "ndcg10": nd, "recall10": rc, "p50": percentile(data["ms"], 50),
+        delta = None
+        if rows:  # against the first stage on the same queries
+            delta = paired_delta(per_query_ndcg(ds, qids, data["ranking"]), per_query_ndcg(ds, qids, candidates),
+                                 args.seed)
+        return {"stage": stage, "ndcg10": nd, "delta": delta, "recall10": rc, "p50": percentile(data["ms"], 50),
                 "p95": percentile(data["ms"], 95), "busy": data["busy"], "timed": data.get("timed", len(qids)),
                 "ingest": None, "bytes": 0, **fields}
 
@@ -823,10 +843,11 @@ def main(argv: list[str] | None = None) -> int:
         ds, bm25, dense_docs, emb, [qid], args.first_stage, args.depth)[0][qid], {}),
         warm=lambda: first_stage(ds, bm25, dense_docs, emb, test[:3], args.first_stage, args.depth))
     candidates = fs["ranking"]
+    rows: list[dict] = []
     r = row(f"first stage ({args.first_stage}) alone", fs, test, bytes=384 * 4)
     r["note"] = f"the first stage itself: p50 {r['p50']:.1f} ms, p95 {r['p95']:.1f} ms"
     r["p50"] = r["p95"] = None
-    rows = [r]
+    rows.append(r)
 
     # cross-encoder on the candidates
     ce = CrossEncoder()
@@ -914,7 +935,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quality_only:
         print("\n".join([f"{ds.name}: {len(test)} queries, depth {args.depth} (quality only)", "",
                          "| stage | nDCG@10 | Recall@10 |", "|---|---|---|"]
-                        + [f"| {r['stage']} | {r['ndcg10']:.3f} | {r['recall10']:.3f} |" for r in rows]))
+                        + [f"| {r['stage']} | {r['ndcg10']:.3f}{delta_note(r['delta'])} | {r['recall10']:.3f} |"
+                           for r in rows]))
         return 0
 
     results["quiet_before_ingest"] = wait_quiet(args.quiet_wait)
@@ -925,10 +947,11 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(r["ingest"], str):
             r["ingest"] = ingest["heads"][r["ingest"]]["docs_per_s"]
 
-    header = ("| stage | nDCG@10 | Recall@10 | rerank p50 ms | rerank p95 ms | ingest docs/s | bytes/chunk "
-              "| load during timing (queries timed) | notes |\n|---|---|---|---|---|---|---|---|---|")
+    header = ("| stage | nDCG@10 (Δ [95% CI]) | Recall@10 | rerank p50 ms | rerank p95 ms | ingest docs/s "
+              "| bytes/chunk | load during timing (queries timed) | notes |\n|---|---|---|---|---|---|---|---|---|")
     table = "\n".join([header] + [
-        f"| {r['stage']} | {fmt(r['ndcg10'])} | {fmt(r['recall10'])} | {fmt(r['p50'], '.1f')} | "
+        f"| {r['stage']} | {fmt(r['ndcg10'])}{delta_note(r['delta'])} | {fmt(r['recall10'])} | "
+        f"{fmt(r['p50'], '.1f')} | "
         f"{fmt(r['p95'], '.1f')} | {fmt(r['ingest'], '.1f') if r['ingest'] is not None else '+0'} | "
         f"{fmt(float(r['bytes']), ',.0f') if r['bytes'] else '+0'} | {busy_note(r['busy'])} ({r['timed']}) | "
         f"{r['note']} |" for r in rows])
@@ -945,7 +968,9 @@ def main(argv: list[str] | None = None) -> int:
         f"ColBERT shards: {cb['vectors_per_doc']:.0f} token vectors/doc; {shards}.\n"
         "bytes/chunk: stored vectors per chunk (first stage: the 384-d float32 dense vector, BM25 postings not "
         "counted; a rerank row: what it adds). ingest docs/s: computing + storing them (a ColBERT row: on top of "
-        "the first stage's). load: 1-min load average at start→end, and the share of all cores other processes used.")
+        "the first stage's). load: 1-min load average at start→end, and the share of all cores other processes "
+        "used.\n"
+        "nDCG@10 (Δ [95% CI]): the change against the first stage alone on the same queries, paired bootstrap.")
     if args.explore:
         summary += "\n\n" + explore_table(results["explore"], len(dev), args.explore_depth)
     print(summary + "\n\n" + table)
