@@ -76,6 +76,7 @@ def to_output(state: State) -> dict[str, Any]:
         "request_id": state.get("request_id"),
         "correlation_id": (state.get("rag") or {}).get("correlation_id"),
         "answer": state.get("answer", ""),
+        "direct_answer": state.get("direct_answer"),
         "citations_used": state.get("citations_used", []),
         "coverage_level": state.get("coverage_level", "none"),
         "suggestions": state.get("suggestions", []),

@@ -282,8 +282,30 @@ class Coverage:
 
 
 @dataclass(frozen=True)
+class DirectAnswerSettings:
+    """How the composer finds the direct answer (graph/algorithms/direct_answer.py)."""
+
+    # A sentence holding less than this IDF-weighted share of the question's words (times its chunk's
+    # 0.5 + score/2) cannot give a value or a date.
+    sentence_floor: float = field(default=0.3, metadata=_SHARE)
+    depth: int = field(default=5, metadata=_POSITIVE)          # best sentences looked at for a value or a date
+    # Names are counted in every sentence scoring at least this share of the best one (the entity the
+    # evidence is about is named across it, not only in the best sentence).
+    name_floor: float = field(default=0.1, metadata=_SHARE)
+    # The chosen name must weigh this many times the next one, else no name is given (two equally
+    # central names: the evidence does not single one out).
+    name_margin: float = field(default=1.0, metadata=rule(lambda v: v >= 1, "at least 1"))
+    part_floor: float = field(default=0.7, metadata=_SHARE)     # share of a yes/no part's words one document must hold
+    # Supporting points after a direct answer: one per part of the question, at most this many.
+    max_points: int = field(default=3, metadata=_POSITIVE)
+    # A supporting point holds at least this share of the best sentence's score (the rest is off-topic).
+    point_floor: float = field(default=0.5, metadata=_SHARE)
+
+
+@dataclass(frozen=True)
 class ComposeSettings:
     coverage: Coverage = Coverage()
+    direct: DirectAnswerSettings = DirectAnswerSettings()
     relevance_floor: float = 0.25         # below this best rerank score the text is treated as irrelevant
     max_sentences: int = field(default=6, metadata=_POSITIVE)
     max_answer_chars: int = field(default=1600, metadata=_POSITIVE)
@@ -322,6 +344,22 @@ class JudgeSettings:
 
 
 @dataclass(frozen=True)
+class QuestionCues:
+    """One language's cue phrases for what a question asks (graph/algorithms/question_form.py). A cue
+    counts at the start of the question or of a clause (after a comma or colon); the earliest wins."""
+
+    how_much: tuple[str, ...] = ()        # a value: "how much", "quanto"
+    when: tuple[str, ...] = ()            # a date or period: "when", "em que ano"
+    who: tuple[str, ...] = ()             # a person or organisation: "who", "quem"
+    which: tuple[str, ...] = ()           # an entity of a named kind: "which", "qual"
+    yes_no: tuple[str, ...] = ()          # auxiliaries that open a yes/no question: "does", "é verdade que"
+    open: tuple[str, ...] = ()            # an explanation or description: "how", "why", "o que"
+    compare: tuple[str, ...] = ()         # anywhere: the question sets two things side by side
+    quantity_words: tuple[str, ...] = ()  # "which/what <budget>" asks for a value
+    time_words: tuple[str, ...] = ()      # "which <year>" asks for a date or period
+
+
+@dataclass(frozen=True)
 class Languages:
     markers: Mapping[str, tuple[str, ...]] = field(metadata=rule(bool, "a mapping of languages to word lists"))
     analyzers: Mapping[str, str] = field(metadata=rule(bool, "a mapping of languages to stemmer names"))
@@ -332,6 +370,7 @@ class Languages:
     # A corpus is in one language when at least this share of its text is; ingest then gives a new
     # collection that language's own embedding model if there is one (else the multilingual one).
     monolingual_share: float = field(default=0.9, metadata=_SHARE)
+    question_cues: Mapping[str, QuestionCues] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

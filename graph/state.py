@@ -231,6 +231,9 @@ class State(TypedDict, total=False):
     reranked: list[Chunk]                   # after rerank, boosts and budgets: what compose sees
 
     answer: str
+    # The short answer the answer opens with (a value, a date, a name, yes/no; at most a dozen words,
+    # no citation markers), or None when the evidence supports none (graph/algorithms/direct_answer.py).
+    direct_answer: str | None
     citations_used: list[str]
     coverage_level: Coverage
     suggestions: list[str]
@@ -253,7 +256,7 @@ TURN_INPUTS = ("request_id", "correlation_id", "question", "intent", "entity", "
 # Reset to these values by route_gate before a new question starts (`fresh_turn`).
 TURN_RESULTS: dict[str, Any] = {
     "decomposition": {}, "sub_queries": [], "scoped_queries": [], "hits": {}, "fused": [], "reranked": [],
-    "answer": "", "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {},
+    "answer": "", "direct_answer": None, "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {},
     "blocked_answer": "", "memory": {}, "timings_ms": {}, "errors": [],
 }
 

@@ -1,16 +1,19 @@
 """compose: an answer only from the reranked chunks, every claim followed by its `[doc_id]`.
 
-Without a chat model, an extractive composer does this for real: it scores every sentence of the
-retrieved chunks against the question's terms, greedily picks sentences that cover terms not yet
-covered (so the answer spans the question's parts instead of repeating one), orders them by
-source rank and position, and cites each. It also decides the coverage level, resolves conflicting
-versions of one asset (higher score, then newer date, said in one sentence) and, with low or no
-coverage, says what is missing and gives exactly three concrete suggestions.
+The answer opens with the direct answer when the evidence gives one (graph/algorithms/direct_answer.py:
+the value, date, name or yes/no the question asks for, cited), then lists only the points that support
+it or answer another part of the question: a sentence of another period than the question names, far
+below the best one, or adding nothing new is left out, so length follows the question, not the context
+budget. A part of the question no point covers is named as missing; a comparison lists its sides in
+order. It also decides the coverage level, resolves conflicting versions of one asset (higher score,
+then newer date, said in one sentence when the answer uses the winner) and, with low or no coverage,
+gives exactly three concrete suggestions. It says "nothing found" only when it has nothing to say.
 
 With a chat model (`RAGATE_CHAT_MODEL`), the model writes the answer from the same relevant chunks
 under the rules of `prompts/compose.yaml`, token by token: the tokens reach LangGraph's
 `stream_mode="messages"` (a preview; the judged `answer` in the final state is what counts). Coverage,
-conflict resolution and suggestions stay deterministic. An empty reply, one citing nothing or an id
+conflict resolution, suggestions and `direct_answer` stay deterministic (the prompt asks the model
+to open with the direct answer as well; its draft is shown as it streamed). An empty reply, one citing nothing or an id
 that was not retrieved, one the judge's hard checks would block (an invented value, an uncited fact),
 or a failing model gives the extractive answer, with the reason in `errors`. A model that streams
 on and on fails too: the whole answer must arrive within the provider timeout (per retry), as a
@@ -22,13 +25,18 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Sequence
 from string import Template
 from typing import Any
 
 from langgraph.runtime import Runtime
 
+from graph.algorithms.decomposition import split_question
+from graph.algorithms.direct_answer import Candidate, DirectAnswer, QuestionWords, direct_answer, rank_sentences
 from graph.algorithms.judging import checker_for, sources_of
-from graph.algorithms.text import Analyzer, citations_in, get_analyzer, split_sentences
+from graph.algorithms.passages import claim_sentences
+from graph.algorithms.question_form import question_form
+from graph.algorithms.text import Analyzer, citations_in, get_analyzer
 from graph.context import Context
 from graph.policy import ComposeSettings
 from graph.prompts import llm_prompt, phrase, phrases
@@ -39,8 +47,6 @@ from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import Chunk, State
-
-_BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
 
 
 def is_relevant(chunk: Chunk, cfg: ComposeSettings) -> bool:
@@ -101,71 +107,149 @@ def resolve_conflicts(chunks: list[Chunk], language: str, question: str = "") ->
     return [c for c in chunks if c["docId"] not in dropped], notes
 
 
-def _clean_sentence(sentence: str) -> str:
-    s = _BULLET.sub("", sentence).strip()
-    s = re.sub(r"\s+", " ", s)
-    return s
-
-
-def _is_title(line: str) -> bool:
-    """A heading line: no bullet, no closing punctuation, short. It names a topic, it claims nothing."""
-    return not _BULLET.match(line) and line.rstrip()[-1:] not in ".!?:;" and len(line.split()) < 15
-
-
-def _cite(sentence: str, doc_id: str) -> str:
+def _cite(sentence: str, doc_ids: Sequence[str]) -> str:
     """'Sales grew 10%.' -> 'Sales grew 10% [doc].'"""
     end = sentence[-1] if sentence[-1] in ".!?" else "."
     body = sentence[:-1] if sentence[-1] in ".!?" else sentence
-    return f"{body.rstrip()} [{doc_id}]{end}"
+    marks = " ".join(f"[{d}]" for d in doc_ids)
+    return f"{body.rstrip()} {marks}{end}"
 
 
-def select_sentences(question_terms: set[int], language: str, chunks: list[Chunk], analyzer: Analyzer,
-                     max_sentences: int, max_chars: int) -> list[tuple[Chunk, int, str]]:
-    """Greedy coverage: each pick maximises the IDF weight of question terms it adds (terms already
-    covered count a third), scaled by its chunk's rerank score."""
-    candidates: list[tuple[Chunk, int, str, set[int]]] = []
-    for chunk in chunks:
-        for pos, raw in enumerate(split_sentences(chunk["content"])):
-            if _is_title(raw):
-                continue
-            sentence = _clean_sentence(raw)
-            if len(sentence) < 20 or sentence.startswith("#") or len(sentence) > 600:
-                continue
-            candidates.append((chunk, pos, sentence, analyzer.terms(sentence, language)))
-    if not candidates:
-        return []
+def answer_candidates(question: QuestionWords, chunks: list[Chunk]) -> list[Candidate]:
+    """Every quotable sentence of the relevant chunks, ranked by its share of the question (best first)."""
+    sentences = [(chunk["docId"], sentence, rank, chunk["rerankScore"])
+                 for rank, chunk in enumerate(chunks) for _, sentence in claim_sentences(chunk["content"])]
+    return rank_sentences(question, sentences)
+
+
+_YEAR = re.compile(r"(?<![\w.,])(?:19|20)\d\d(?![\w.,]\d)")
+
+
+def off_period(sentence: str, question: str) -> bool:
+    """The question names years and the sentence speaks of other years only: another period."""
+    asked = set(_YEAR.findall(question))
+    said = set(_YEAR.findall(sentence))
+    return bool(asked and said and not asked & said)
+
+
+def select_points(candidates: list[Candidate], question: str, max_points: int, max_chars: int,
+                  point_floor: float, first: Candidate | None = None,
+                  given: dict[str, frozenset[int]] | None = None) -> list[Candidate]:
+    """The sentences that address the question, greedily: each pick adds the most IDF weight of question
+    words not yet covered (covered ones count a third). A sentence below `point_floor` of the best
+    one's score, of another period than the question names, or adding no new word is left out: it
+    shares words with the question without answering it. `given`: per document, the question words
+    its title already names ("playbook de inverno 2026"), which its sentences get no credit for.
+    `first` (the direct answer's sentence) leads."""
+    given = given or {}
+    pool = [c for c in candidates if not off_period(c.text, question)]
+    if not pool:
+        return [first] if first else []
+    best_score = pool[0].score
+    pool = [c for c in pool if c.score >= point_floor * best_score]
     n = len(candidates)
-    idf = {t: math.log(1 + n / (1 + sum(1 for c in candidates if t in c[3]))) for t in question_terms}
-    covered: set[int] = set()
-    picked: list[tuple[Chunk, int, str]] = []
-    used_chars = 0
-    remaining = list(candidates)
-    def gain(candidate, covered: set[int]) -> float:
-        chunk, _, _, terms = candidate
-        g = sum(idf[t] * (0.35 if t in covered else 1.0) for t in terms & question_terms)
-        same_language = 1.1 if (chunk.get("metadata") or {}).get("language") == language else 1.0
-        return g * (0.5 + 0.5 * chunk["rerankScore"]) * same_language
+    words = set().union(*(c.terms for c in candidates))
+    idf = {i: math.log(1 + n / (1 + sum(1 for c in candidates if i in c.terms))) for i in words}
 
-    while remaining and len(picked) < max_sentences:
+    def new_words(c: Candidate, covered: set[int]) -> set[int]:
+        return set(c.terms) - covered - given.get(c.doc_id, frozenset())
+
+    def gain(c: Candidate, covered: set[int]) -> float:
+        return sum(idf[i] * (0.35 if i in covered else 1.0) for i in c.terms) * (0.5 + 0.5 * c.score)
+
+    picked: list[Candidate] = [first] if first else []
+    covered: set[int] = set(first.terms) if first else set()
+    used = len(first.text) if first else 0
+    remaining = [c for c in pool if not first or c.text != first.text]
+    while remaining and len(picked) < max_points:
         best = max(remaining, key=lambda c: gain(c, covered))
-        if gain(best, covered) <= 0:
-            break
         remaining.remove(best)
-        if used_chars + len(best[2]) > max_chars and picked:
+        if not new_words(best, covered):
+            continue  # everything it holds is said already, or is the document's own title
+        if used + len(best.text) > max_chars and picked:
             continue
-        picked.append(best[:3])
-        used_chars += len(best[2])
-        covered |= best[3] & question_terms
-        if covered >= question_terms and len(picked) >= 2:
-            break
-    if not picked:
-        # No sentence shares a term with the question (e.g. the sources are in another language):
-        # the lead sentences of the best chunks carry its dense match.
-        for chunk in chunks[:2]:
-            picked.extend((chunk, pos, s) for chunk_, pos, s, _ in candidates if chunk_ is chunk and pos < 2)
-    rank_of = {c["id"]: i for i, c in enumerate(chunks)}
-    picked.sort(key=lambda p: (rank_of[p[0]["id"]], p[1]))
+        picked.append(best)
+        used += len(best.text)
+        covered |= best.terms
     return picked
+
+
+def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer) -> list[str]:
+    """The parts of a split question that nothing retrieved speaks of: a part with two or more terms of
+    its own (not shared with another part) none of which any relevant chunk holds."""
+    if len(parts) < 2:
+        return []
+    present: set[int] = set()
+    for c in chunks:
+        present |= analyzer.terms(c["content"], language)
+    terms = [analyzer.terms(p, language) for p in parts]
+    out = []
+    for i, part in enumerate(parts):
+        own = terms[i] - set().union(*(t for j, t in enumerate(terms) if j != i))
+        if len(own) >= 2 and not own & present:
+            out.append(part)
+    return out
+
+
+def direct_line(found: DirectAnswer, language: str) -> str:
+    """The answer's first line: the direct answer, cited."""
+    text = direct_text(found, language) or ""
+    return _cite(text[:1].upper() + text[1:], found.doc_ids)
+
+
+def direct_text(found: DirectAnswer | None, language: str) -> str | None:
+    """The `direct_answer` of the output contract: the short answer without its citations."""
+    if found is None:
+        return None
+    return phrase(language, found.method) if found.method in ("yes", "no") else found.text
+
+
+def extractive_answer(question: str, sub_queries: list[str], language: str, chunks: list[Chunk], analyzer: Analyzer,
+                      policy) -> tuple[list[str], DirectAnswer | None]:
+    """The deterministic answer: the direct answer first (when the evidence gives one), then only the
+    points that support it or answer another part of the question, then the parts nothing covers."""
+    cfg = policy.compose
+    words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language)
+    candidates = answer_candidates(words, chunks)
+    if not candidates:
+        return [], None
+    form = question_form(question, language, policy.languages.question_cues)
+    parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
+    found = direct_answer(question, form, parts, candidates, words, months=policy.languages.months,
+                          negations=policy.languages.negations.get(language, ()), floor=cfg.direct.sentence_floor,
+                          depth=cfg.direct.depth, part_floor=cfg.direct.part_floor, name_floor=cfg.direct.name_floor,
+                          name_margin=cfg.direct.name_margin)
+    source = next((c for c in candidates if found and c.text == found.sentence), None)
+    # The direct answer's sentence follows it when it says more than the direct answer does.
+    first = source if source and len(found.text.split()) < 0.5 * len(source.text.split()) else None
+    # A short answer needs a point per part of the question; an explanation may take more.
+    max_points = (min(cfg.direct.max_points, len(parts) + 1) if form.wants_short_answer
+                  else cfg.max_sentences)
+    titles = {c["docId"]: words.held(str((c.get("metadata") or {}).get("header") or c.get("assetName") or ""))
+              for c in chunks}
+    picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
+                           first, titles)
+    if source and first is None:
+        picked = [c for c in picked if c is not source]
+    lines: list[str] = []
+    if found:
+        lines += [direct_line(found, language), ""]
+    order = {id(c): i for i, c in enumerate(candidates)}
+    if form.compares and len(parts) > 1:
+        picked.sort(key=lambda c: _part_of(c, parts, words))
+    elif found is None:
+        picked.sort(key=lambda c: (c.rank, order[id(c)]))
+    lines += [f"- {_cite(c.text, [c.doc_id])}" for c in picked]
+    missing = uncovered_parts(parts, chunks, language, analyzer)
+    if missing:
+        lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]
+    return lines, found
+
+
+def _part_of(c: Candidate, parts: list[str], words: QuestionWords) -> int:
+    """The index of the question part the sentence holds most of (a comparison lists its sides in order)."""
+    shares = [len(words.held(p) & c.terms) for p in parts]
+    return max(range(len(parts)), key=lambda i: shares[i])
 
 
 def missing_terms(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer) -> list[str]:
@@ -290,7 +374,8 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     """Write the answer from the reranked chunks only, each claim cited `[doc_id]`.
 
     Reads `question`, `language`, `rag` (enabled, disabled_reason, collections), `reranked`,
-    `sub_queries` (their terms count as the question's). Writes `answer`, `citations_used` (ids of
+    `sub_queries` (their terms count as the question's). Writes `answer`, `direct_answer` (the short
+    answer it opens with, or None), `citations_used` (ids of
     retrieved documents the answer cites), `coverage_level`, `suggestions` (three when coverage is
     low or none) and `errors` (a chat model's draft refused, and why)."""
     ctx = run_context(runtime)
@@ -319,6 +404,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
 
     lines: list[str] = []
     errors: list[str] = []
+    found: DirectAnswer | None = None
     if coverage != "none":
         written = None
         try:
@@ -335,25 +421,22 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
                 written = None if problem else written
             if problem:
                 errors.append(f"compose: {problem}; extractive answer")
+        extractive, found = extractive_answer(question, state.get("sub_queries") or [], language, relevant,
+                                              analyzer, policy)
         if written:
+            # The model's draft is shown as it streamed; `direct_answer` stays the deterministic one,
+            # taken from the evidence (the prompt asks the model to open with it too).
             lines.append(written)
         else:
-            q_terms = analyzer.terms(" ".join([question, *(state.get("sub_queries") or [])]), language)
-            picked = select_sentences(q_terms, language, relevant, analyzer, cfg.max_sentences,
-                                      cfg.max_answer_chars)
-            claims = [_cite(sentence, chunk["docId"]) for chunk, _, sentence in picked]
-            if claims:
-                lines.append(phrase(language, "intro"))
-                lines.append("")
-                lines.extend(f"- {c}" for c in claims) if len(claims) > 1 else lines.append(claims[0])
-        if lines and conflict_notes:
-            lines.append("")
-            lines.extend(conflict_notes)
+            lines += extractive
+        cited = set(citations_in("\n".join(lines)))
+        notes = [n for n in conflict_notes if set(citations_in(n)) & cited]
+        if lines and notes:
+            lines += ["", *notes]
         if not lines:
             coverage = "none"
-    if coverage in ("low", "none"):
-        if lines:
-            lines.append("")
+    if not lines:
+        # Figures or "nothing found", never both: a partial answer names its missing parts itself.
         lines.append(phrase(language, "missing", terms=", ".join(missing[:6])) if missing else phrase(language, "missing_generic"))
 
     answer = "\n".join(lines).strip()
@@ -361,5 +444,6 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     citations = [cid for cid in citations_in(answer) if cid in retrieved_ids]
     suggestions = (build_suggestions(language, rag, chunks, missing, list(policy.routing.allow_intents))
                    if coverage in ("low", "none") else [])
-    return {"answer": answer, "citations_used": citations, "coverage_level": coverage, "suggestions": suggestions,
+    return {"answer": answer, "direct_answer": direct_text(found, language) if lines and coverage != "none" else None,
+            "citations_used": citations, "coverage_level": coverage, "suggestions": suggestions,
             **({"errors": errors} if errors else {})}

@@ -24,8 +24,8 @@ def safe_response(state: State, runtime: Runtime[Context]) -> dict:
     """Replace a blocked answer with a cautious one that names what could not be confirmed.
 
     Reads `verdict` (the unsupported values, fields and citations), `reranked` and `language`.
-    Writes `answer` (the safe response), `citations_used` (none) and `blocked_answer` (the
-    composer's answer, kept for audit)."""
+    Writes `answer` (the safe response), `direct_answer` (none: nothing was confirmed),
+    `citations_used` (none) and `blocked_answer` (the composer's answer, kept for audit)."""
     language = state.get("language", "en")
     items = unconfirmed_items(state.get("verdict") or {})
     doc_ids = list(dict.fromkeys(c["docId"] for c in state.get("reranked") or []))
@@ -34,4 +34,5 @@ def safe_response(state: State, runtime: Runtime[Context]) -> dict:
         # Quoted so the reader sees exactly which values failed; they are not asserted as facts.
         lines.append(phrase(language, "safe_unconfirmed", items=", ".join(f"«{i}»" for i in items)))
     lines.append(phrase(language, "safe_sources", sources=", ".join(doc_ids)) if doc_ids else phrase(language, "safe_no_sources"))
-    return {"answer": "\n".join(lines), "citations_used": [], "blocked_answer": state.get("answer", "")}
+    return {"answer": "\n".join(lines), "direct_answer": None, "citations_used": [],
+            "blocked_answer": state.get("answer", "")}

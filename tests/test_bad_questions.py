@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from conftest import template_regex
 
+from graph.algorithms.text import strip_citations
 from graph.entrypoints.api import Ragate
 from graph.entrypoints.cli import main
 from graph.governance.audit import REQUESTS, namespace
@@ -37,7 +38,7 @@ from graph.providers.persistence import close_all, open_checkpointer, open_store
 from graph.state import MAX_QUESTION_CHARS, QuestionError
 
 ROOT = Path(__file__).resolve().parent.parent
-CONTRACT = {"request_id", "correlation_id", "answer", "citations_used", "coverage_level", "suggestions", "verdict", "rag",
+CONTRACT = {"request_id", "correlation_id", "answer", "direct_answer", "citations_used", "coverage_level", "suggestions", "verdict", "rag",
             "sub_queries", "decomposition", "sources", "memory", "timings_ms", "errors", "language"}
 BIG = "Quanto cresceram as vendas de inverno? " * (100_000 // 39)  # ~100 kB
 
@@ -112,10 +113,19 @@ def check_well_formed(out: dict, language: str | None, store) -> None:
     assert out["language"] in ("pt", "en")
     if language is not None:
         assert out["language"] == language
-    # The answer speaks the detected language: its first line is one of that language's phrases.
+    # The answer speaks the detected language: it opens with its direct answer (cited, taken from the
+    # documents) or one of that language's phrases, and none of the other language's phrases appears.
     first = out["answer"].split("\n", 1)[0]
     book = phrases(out["language"])
-    assert any(isinstance(t, str) and template_regex(t).match(first) for t in book.values()), first
+    other = phrases("en" if out["language"] == "pt" else "pt")
+    if out["direct_answer"]:
+        assert strip_citations(first).casefold().startswith(out["direct_answer"].casefold()), first
+    else:
+        assert first.startswith("- ") or any(isinstance(t, str) and template_regex(t).match(first)
+                                             for t in book.values()), first
+    for line in out["answer"].splitlines():
+        assert not any(isinstance(t, str) and len(t) > 20 and template_regex(t).match(line)
+                       for t in other.values() if t not in book.values()), line
     record = store.get(namespace(REQUESTS, "acme"), out["request_id"])
     assert record is not None and record.value["final_decision"] == out["verdict"]["final_decision"]
     remembered = store.get(namespace("memory", "acme"), out["request_id"]) is not None

@@ -186,7 +186,7 @@ def contract_of(result, server) -> dict:
     assert isinstance(output, dict)
     (block,) = result.content
     assert block.type == "text" and json.loads(block.text) == output
-    assert {"answer", "citations_used", "coverage_level", "verdict", "sources", "request_id", "thread_id"} <= set(output)
+    assert {"answer", "direct_answer", "citations_used", "coverage_level", "verdict", "sources", "request_id", "thread_id"} <= set(output)
     assert output["verdict"]["final_decision"] in ("OK", "WARNING", "BLOCK")
     assert "reranked" not in output and "hits" not in output and "'tenant':" not in block.text  # no state, no repr
     assert output["rag"]["policy"]["digest"] and "path" not in output["rag"]["policy"]

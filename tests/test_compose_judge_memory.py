@@ -11,7 +11,14 @@ from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
 
 from graph.algorithms.judging import decide, deterministic_verdict
-from graph.algorithms.text import citations_in, detect_language, extract_values, value_pool, value_supported
+from graph.algorithms.text import (
+    citations_in,
+    detect_language,
+    extract_values,
+    strip_citations,
+    value_pool,
+    value_supported,
+)
 from graph.context import Context
 from graph.graph import compile_graph
 from graph.policy import DecisionThresholds, load_policy
@@ -119,12 +126,19 @@ def test_unanswerable_question_gives_none_and_three_suggestions_in_its_language(
     ("What is Acme's online return rate and the main reason for returns?", "en"),
     ("Which region grew fastest in the first half of 2025?", "en"),
 ])
-def test_answer_framing_follows_question_language(ask, question, lang):
+def test_answer_opens_with_a_direct_answer_in_the_question_language(ask, question, lang):
+    """The first line is the cited direct answer (no preamble), and the composer's own words are in the
+    question's language."""
     state = ask(question)
     other = "en" if lang == "pt" else "pt"
     assert state["language"] == lang
-    assert state["answer"].startswith(phrases(lang)["intro"])
-    assert phrases(other)["intro"] not in state["answer"]
+    direct = state["direct_answer"]
+    assert direct and len(direct.split()) <= 12, state["answer"]
+    first_line = state["answer"].splitlines()[0]
+    assert strip_citations(first_line).rstrip(".").casefold() == direct.rstrip(".").casefold()
+    assert citations_in(first_line) and set(citations_in(first_line)) <= set(state["citations_used"])
+    for key in ("missing", "missing_generic", "missing_part"):
+        assert not any(matches_phrase(line, other, key) for line in state["answer"].splitlines())
 
 
 @pytest.mark.parametrize("question", [
@@ -195,7 +209,7 @@ def test_value_cited_to_the_wrong_document_is_unsupported(policy):
 
 
 def test_faithful_extractive_answer_is_not_blocked(policy):
-    v = judged(policy, f"{phrases('en')['intro']}\n\n{SOURCE[:-1]} [doc-a].", coverage="medium")
+    v = judged(policy, f"{SOURCE[:-1]} [doc-a].", coverage="medium")
     assert v["final_decision"] != "BLOCK"
     assert v["scores"]["groundedness"] >= policy.judge.thresholds.ok
     assert all(c["supported"] for c in v["checks"])

@@ -5,8 +5,10 @@ reads ../shared or the network."""
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
+from test_eval_direct_answers import with_direct_answers
 
 from graph.evaluation.answers import (
     answer_prose,
@@ -86,7 +88,8 @@ def test_a_citation_maps_to_the_chunk_holding_its_claim_else_to_the_whole_docume
 
 def _row(type_, correct, gold_in, coverage, verdict, cited, ms):
     return {"type": type_, "correct": correct, "gold_in_answer": gold_in, "coverage": coverage, "verdict": verdict,
-            "cited_chunks": [{"has_fact": h} for h in cited], "latency_ms": ms}
+            "cited_chunks": [{"has_fact": h} for h in cited], "latency_ms": ms, "gold_answer": "Nevada",
+            "direct_answer": None, "direct_correct": False, "answer_words": 10}
 
 
 def test_summarize_shares_micro_citation_precision_without_null_queries():
@@ -150,7 +153,13 @@ QUERIES = [
 ]
 
 ROW_FIELDS = {"id", "type", "question", "gold_answer", "answer", "coverage", "citations", "cited_chunks", "verdict",
-              "correct", "gold_in_answer", "latency_ms", "scores"}
+              "correct", "gold_in_answer", "latency_ms", "scores", "direct_answer", "direct_correct", "answer_words"}
+DIRECT_KEYS = {"direct_accuracy", "direct_given", "direct_precision", "yes_no_balanced_accuracy", "null_to_none",
+               "answerable_to_none", "citation_precision", "median_answer_words"}
+# The composer's direct answers, fixed here (see with_direct_answers): right, none for the second
+# question (the key missing), "No" to a gold "Yes", none for the null query.
+DIRECT = {QUERIES[0]["query"]: "Orbital Dynamics [orbital-dynamics]", QUERIES[2]["query"]: "No [x].",
+          QUERIES[3]["query"]: None}
 
 
 def write_dataset(folder):
@@ -162,10 +171,11 @@ def write_dataset(folder):
     return folder
 
 
-def test_eval_answers_end_to_end(tmp_path, capsys):
+def test_eval_answers_end_to_end(tmp_path, capsys, monkeypatch):
     from graph.entrypoints.cli import main
 
     data = write_dataset(tmp_path / "mh")
+    with_direct_answers(monkeypatch, DIRECT)
     home, out = tmp_path / "home", tmp_path / "out"
     code = main(["eval", "answers", "--dataset", "multihop-rag", "--corpus", str(data / "corpus.json"),
                  "--queries", str(data / "queries_dev.json"), "--home", str(home), "--out", str(out)])
@@ -199,6 +209,21 @@ def test_eval_answers_end_to_end(tmp_path, capsys):
     assert res["null_queries"] == {"n": 1, "coverage_none": 1, "null_coverage_none": 1.0}
     assert res["non_null_queries"]["n"] == 3 and res["non_null_queries"]["false_none"] == 0.0
 
+    # Direct answers: the null query is right (coverage none, none given), the entity one too.
+    assert [r["direct_answer"] for r in rows] == [DIRECT[QUERIES[0]["query"]], None, "No [x].", None]
+    assert [r["direct_correct"] for r in rows] == [True, False, False, True]
+    assert all(DIRECT_KEYS <= set(m) for m in [res["metrics"], *res["per_type"].values()])
+    m = res["metrics"]
+    assert (m["direct_accuracy"], m["direct_given"], m["direct_precision"]) == (0.5, 0.6667, 0.5)
+    assert m["null_to_none"] == 1.0 and m["answerable_to_none"] == 0.0
+    assert m["yes_no_balanced_accuracy"] is None  # a gold "yes", no gold "no"
+    assert m["median_answer_words"] == statistics.median(r["answer_words"] for r in rows) > 0
+    inference, temporal = res["per_type"]["inference_query"], res["per_type"]["temporal_query"]
+    assert (inference["direct_accuracy"], inference["direct_given"], inference["direct_precision"]) == (0.5, 0.5, 1.0)
+    assert (temporal["direct_accuracy"], temporal["direct_precision"]) == (0.0, 0.0)
+    null_type = res["per_type"]["null_query"]
+    assert null_type["direct_given"] is None and null_type["null_to_none"] == 1.0
+
     m = res["metrics"]
     assert m["n"] == 4 and m["accuracy"] == pytest.approx(sum(r["correct"] for r in rows) / 4)
     assert m["coverage_none"] == 0.25
@@ -214,7 +239,9 @@ def test_eval_answers_end_to_end(tmp_path, capsys):
     printed = captured.out
     assert "## Answer evaluation: multihop-rag" in printed and "| all | 4 |" in printed
     assert "| null_query | 1 |" in printed and "null queries given coverage none: 1 of 1" in printed
-    assert "### Latency per node" in printed and "| entity | 2 | 1.000 | 1.000 |" in printed
+    assert "### Latency per node" in printed and "| entity | 2 | 1.000 | 1.000 | 0.500 |" in printed
+    assert "### Direct answers, overall and per question type" in printed
+    assert "| all | 4 | 0.500 | 0.667 | 0.500 | – | 1.000 | 0.000 |" in printed
 
     # Eval answers are never remembered: no memory database in the eval home or the default home.
     assert not (home / "memory.sqlite").exists()
@@ -234,7 +261,7 @@ def test_eval_answers_bad_input_is_a_clear_error(tmp_path, capsys):
 
     home = str(tmp_path / "home")
     assert main(["eval", "answers", "--dataset", "beir", "--data-dir", str(tmp_path), "--home", home]) == 2
-    assert "--dataset beir: only multihop-rag is supported for answers" in capsys.readouterr().err
+    assert "--dataset beir: answers need gold answers, which only multihop-rag and squad have" in capsys.readouterr().err
     assert main(["eval", "answers", "--corpus", str(tmp_path / "nope.json"), "--queries", str(tmp_path / "q.json"),
                  "--home", home]) == 2
     assert "--corpus: no such file" in capsys.readouterr().err

@@ -99,7 +99,8 @@ def test_paraphrase_is_rescued_by_the_embedding_model(policy):
 
 def test_composer_framing_is_not_a_claim(policy):
     conflict = phrase("en", "conflict", asset="Winter Playbook", winner="d1", reason="newer version", loser="d2")
-    answer = f"{phrase('en', 'intro')}\n\n- Apple reported revenue of $89.5 billion [d1].\n\n{conflict}"
+    missing = phrase("en", "missing_part", parts="«what the margin was», «how it compares with last year»")
+    answer = f"- Apple reported revenue of $89.5 billion [d1].\n\n{missing}\n\n{conflict}"
     v = verdict(policy, answer)
     assert [c["claim"] for c in v["checks"]] == ["Apple reported revenue of $89.5 billion."]
     assert v["final_decision"] != "BLOCK"

@@ -11,7 +11,7 @@ import pytest
 
 ACME, GLOBEX = "acme-test-key-0001", "globex-test-key-0001"
 QUESTION = "Quanto cresceram as vendas de inverno em 2025?"
-CONTRACT = {"request_id", "answer", "citations_used", "coverage_level", "suggestions", "verdict", "sources", "thread_id"}
+CONTRACT = {"request_id", "answer", "direct_answer", "citations_used", "coverage_level", "suggestions", "verdict", "sources", "thread_id"}
 
 
 def auth(key: str) -> dict[str, str]:

@@ -367,7 +367,7 @@ def test_chunk_never_exceeds_size_when_overlap_precedes_long_sentence():
 
 # --- CLI --------------------------------------------------------------------------------------
 
-CONTRACT_KEYS = {"request_id", "answer", "citations_used", "coverage_level", "suggestions", "verdict", "rag",
+CONTRACT_KEYS = {"request_id", "answer", "direct_answer", "citations_used", "coverage_level", "suggestions", "verdict", "rag",
                  "sources"}
 SOURCE_KEYS = {"id", "assetId", "assetName", "similarity", "rerankScore", "rank", "metadata", "snippet", "scores"}
 

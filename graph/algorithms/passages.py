@@ -8,6 +8,7 @@ among ties by position), so the model scores the chunk's best part instead of it
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 
 from graph.algorithms.text import split_sentences
@@ -39,3 +40,26 @@ def best_window(text: str, question_terms: set, terms_of: Callable[[str], Iterab
     window = " ".join(sentences[best[0]:best[1]])
     cut = window.split()
     return window if len(cut) <= max_words else " ".join(cut[:max_words])
+
+
+_BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
+
+
+def is_title(line: str) -> bool:
+    """A heading line: no bullet, no closing punctuation, short. It names a topic, it claims nothing."""
+    return not _BULLET.match(line) and line.rstrip()[-1:] not in ".!?:;" and len(line.split()) < 15
+
+
+def claim_sentences(text: str) -> list[tuple[int, str]]:
+    """(position, sentence) for each sentence of `text` that can be quoted as a claim: headings, bare
+    markup and fragments (under 20 characters) or walls of text (over 600) are left out; bullets and
+    runs of whitespace are cleaned."""
+    out = []
+    for pos, raw in enumerate(split_sentences(text)):
+        if is_title(raw):
+            continue
+        sentence = re.sub(r"\s+", " ", _BULLET.sub("", raw).strip())
+        if len(sentence) < 20 or sentence.startswith("#") or len(sentence) > 600:
+            continue
+        out.append((pos, sentence))
+    return out

@@ -254,6 +254,11 @@ def _readings(token: str) -> set[float]:
     return out
 
 
+def value_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each number `extract_values` finds, its scale word or % included."""
+    return [(m.start(), m.start() + len(m.group(0).rstrip())) for m in _NUMBER.finditer(text)]
+
+
 def extract_values(text: str) -> list[tuple[str, set[float]]]:
     """Numbers found in `text` as (surface form, numeric readings). Scale words multiply
     ("1,2 milhão" reads as 1.2 and 1 200 000) so that either spelling matches the other."""

@@ -419,7 +419,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_answers(args: argparse.Namespace) -> int:
-    """Answer every MultiHop-RAG query with the whole graph and score the answers."""
+    """Answer every MultiHop-RAG or SQuAD-format query with the whole graph and score the answers."""
     def run():
         answers.check_dataset(args.dataset)
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, corpus=args.corpus, queries=args.queries)
@@ -550,10 +550,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="write results.json, per_query.jsonl, run.json and plots to this folder")
     p.set_defaults(func=cmd_eval_retrieval)
 
-    p = eval_sub.add_parser("answers", help="answer accuracy, coverage, citation precision, verdicts and latency of "
-                                            "the whole graph (MultiHop-RAG)")
-    p.add_argument("--dataset", default="multihop-rag", help="only multihop-rag (the default) has gold answers")
-    _eval_flags(p, "multihop_rag", "corpus.json", "queries_dev.json, or MultiHopRAG.json for all queries")
+    p = eval_sub.add_parser("answers", help="answer accuracy, direct answers, coverage, citation precision, verdicts "
+                                            "and latency of the whole graph (MultiHop-RAG, SQuAD format)")
+    p.add_argument("--dataset", default="multihop-rag",
+                   help="multihop-rag (the default) or squad: the datasets with gold answers (beir has none)")
+    _eval_flags(p, "multihop_rag / faquad", "corpus.json or the SQuAD .json",
+                "queries_dev.json, or MultiHopRAG.json for all queries; or the SQuAD .json")
     p.add_argument("--top-n", dest="top_n", type=int, help="chunks kept after reranking (default: the policy's)")
     p.add_argument("--out", help="write answers.json and answers_per_query.jsonl to this folder")
     p.set_defaults(func=cmd_eval_answers)

@@ -212,6 +212,9 @@ class RagOutput(BaseModel):
     request_id: Optional[str] = Field(None, description="The server's id of this request (feedback, /ops/rag_debug).")
     correlation_id: Optional[str] = Field(None, description="The caller's own id of this request, when it sent one.")
     answer: str = Field("", description="The answer, each claim followed by [doc_id].")
+    direct_answer: Optional[str] = Field(None, description="The short answer the answer opens with (a value, date, "
+                                                           "name, yes/no; no citations), or null when the "
+                                                           "documents support none.")
     citations_used: list[str] = Field(default_factory=list, description="The ids the answer cites (all retrieved).")
     coverage_level: Literal["high", "medium", "low", "none"] = "none"
     suggestions: list[str] = Field(default_factory=list, description="Three refinements when coverage is low or none.")

@@ -57,7 +57,7 @@ DESCRIPTION = (
     "Ask ragate a question. It answers from your tenant's approved documents only, with [doc_id] citations, "
     "a coverage level (high/medium/low/none) and a judge's verdict (OK / WARNING / BLOCK); when the documents "
     "do not cover the question it says so and suggests rephrasings. The result is ragate's output contract: "
-    "answer, citations_used, coverage_level, suggestions, verdict, sources (the documents it was composed from, "
+    "answer, direct_answer, citations_used, coverage_level, suggestions, verdict, sources (the documents it was composed from, "
     "with snippets and scores), request_id (for feedback and the debug record), thread_id, ..."
 )
 
@@ -110,6 +110,9 @@ OUTPUT_SCHEMA: dict[str, Any] = {
                                                         "/ops/rag_debug/{request_id}."},
         "correlation_id": {**_NULLABLE_STRING, "description": "Your correlation_id, if you sent one."},
         "answer": {"type": "string", "description": "The judged answer, with [doc_id] citations."},
+        "direct_answer": {**_NULLABLE_STRING, "description": "The short answer the answer opens with (a value, "
+                                                             "date, name, yes/no; no citations), or null when the "
+                                                             "documents support none."},
         "citations_used": {"type": "array", "items": {"type": "string"},
                            "description": "The documents the answer cites, each one retrieved for this question."},
         "coverage_level": {"enum": ["high", "medium", "low", "none"],

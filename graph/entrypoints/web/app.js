@@ -426,6 +426,12 @@
 
     ui.answer.setAttribute("lang", typeof result.language === "string" && result.language ? result.language : "");
     ui.answer.replaceChildren(...renderAnswer(String(result.answer || ""), anchors));
+    // The direct answer opens the answer text: its paragraph is set apart above the supporting points.
+    const lead = ui.answer.firstElementChild;
+    if (result.direct_answer && lead && lead.tagName === "P") {
+      lead.classList.add("direct-answer");
+      lead.dataset.testid = "direct-answer";
+    }
     if (!ui.answer.childNodes.length) ui.answer.append(el("p", { className: "hint", text: "The answer is empty." }));
 
     renderSuggestions(coverage, Array.isArray(result.suggestions) ? result.suggestions : []);

@@ -1,0 +1,367 @@
+"""The direct answer: what the question asks for, in at most a dozen words, from one cited sentence.
+
+The composer opens its answer with it (nodes/compose.py); `ragate eval answers` scores it alone. It
+is extracted, never written: a value, a date, a name or a clause of a retrieved sentence, or yes/no
+decided from what the retrieved sentences support. When the evidence does not support one, there is
+none (`None`): a wrong direct answer is worse than no direct answer.
+
+Sentences are ranked by how much of the question they hold — the IDF weight of the question's terms
+they contain, scaled by their chunk's rerank score — and, when a relevance model is given (the
+cross-encoder for English), by its score of the sentence against the question. Then, by the
+question's form (graph/algorithms/question_form.py):
+
+- how_much / when: the best sentence holding a value / a date; the answer is the clause around the
+  one nearest the question's own words;
+- who / which: the name (a run of capitalised words) that the best sentences mention most, weighted
+  by their rank, and that the question does not already name;
+- yes_no: "yes" when every part of the question is held by some retrieved sentence, with the
+  question's polarity; "no" when a part is held with the opposite polarity (a negation on one side
+  only); otherwise none;
+- open: none (an explanation has no dozen-word answer); the supporting points answer it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from graph.algorithms.question_form import QuestionForm
+from graph.algorithms.text import Analyzer, find_dates, fold, value_spans
+
+MAX_WORDS = 12
+_WORDS = re.compile(r"\w+", re.UNICODE)
+_CLAUSE_SPLIT = re.compile(r"\s*(?:[;:()]|,\s|\s[-–—]\s)\s*")
+_YEAR = re.compile(r"(?<![\w.,])(1[89]\d\d|20\d\d)(?![\w.,]\d)")
+# A name: capitalised words, joined by a short connector ("Bank of America", "Sam Bankman-Fried").
+_NAME = re.compile(r"(?<![\w-])(?:[A-ZÀ-Ý][\w'’&.-]*)(?:\s+(?:(?:of|de|da|do|dos|das|the|&|and|e)\s+)?[A-ZÀ-Ý][\w'’&.-]*)*",
+                   re.UNICODE)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One sentence of a retrieved chunk, with its share of the question (`score`, 0..1)."""
+
+    doc_id: str
+    text: str
+    terms: frozenset  # indexes of the question words it holds (QuestionWords.held)
+    score: float
+    rank: int  # the chunk's place in the reranked list
+
+
+@dataclass(frozen=True)
+class DirectAnswer:
+    """The short answer (`text`, no citation markers), the documents it comes from, and how it was
+    found (`method`: value, date, name, clause, yes, no)."""
+
+    text: str
+    doc_ids: tuple[str, ...]
+    method: str
+    sentence: str
+
+
+class QuestionWords:
+    """The question's content words, and which of them a text holds: the same stem, or the same first
+    five letters for longer words (truncation: "cresceram" holds "crescimento", which the Snowball
+    stemmer keeps apart; a known light stemmer for Portuguese)."""
+
+    PREFIX = 5
+
+    def __init__(self, question: str, analyzer: Analyzer, language: str):
+        self.analyzer, self.language = analyzer, language
+        self.words = analyzer.content_words(question, language)
+        self._prefixes = [self._prefix(w) for w, _ in self.words]
+
+    @classmethod
+    def _prefix(cls, word: str) -> str | None:
+        w = fold(word)
+        return w[:cls.PREFIX] if len(w) >= cls.PREFIX + 1 and not w.isdigit() else None
+
+    def held(self, text: str) -> frozenset[int]:
+        """Indexes (into `words`) of the question words `text` holds."""
+        terms = self.analyzer.terms(text, self.language)
+        prefixes = {p for p in map(self._prefix, _WORDS.findall(text)) if p}
+        return frozenset(i for i, (_, ids) in enumerate(self.words)
+                         if ids & terms or (self._prefixes[i] and self._prefixes[i] in prefixes))
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+def rank_sentences(question: QuestionWords, sentences: Sequence[tuple[str, str, int, float]],
+                   relevance: Callable[[list[str]], list[float]] | None = None) -> list[Candidate]:
+    """`sentences`: (doc_id, text, chunk rank, chunk rerank score). Best first. Each sentence scores the
+    IDF-weighted share of the question's words it holds (IDF over these sentences), times 0.5 + half
+    its chunk's score; a relevance model's score, when given, is averaged in."""
+    if not sentences or not len(question):
+        return []
+    held = [question.held(text) for _, text, _, _ in sentences]
+    n = len(sentences)
+    idf = [math.log(1 + n / (1 + sum(1 for h in held if i in h))) for i in range(len(question))]
+    total = sum(idf) or 1.0
+    lexical = [sum(idf[i] for i in h) / total for h in held]
+    model = relevance([s[1] for s in sentences]) if relevance else None
+    out = []
+    for i, (doc_id, text, rank, chunk_score) in enumerate(sentences):
+        score = lexical[i] * (0.5 + 0.5 * chunk_score)
+        if model is not None:
+            score = 0.5 * score + 0.5 * model[i]
+        out.append(Candidate(doc_id, text, held[i], score, rank))
+    out.sort(key=lambda c: (-c.score, c.rank))
+    return out
+
+
+def _clause_around(sentence: str, start: int, end: int) -> str:
+    """The clause of `sentence` holding [start, end), with the piece before it when it is a bare value
+    ("Nordeste, 6,8"). Longer than MAX_WORDS, it ends at the value: its subject comes before it."""
+    cuts = list(_CLAUSE_SPLIT.finditer(sentence))
+    lefts = [0] + [m.end() for m in cuts if m.end() <= start]
+    left = lefts[-1]
+    if len(sentence[left:end].split()) < 3 and len(lefts) > 1:
+        left = lefts[-2]
+    right = min((m.start() for m in cuts if m.start() >= end), default=len(sentence))
+    clause = sentence[left:right].strip().rstrip(".")
+    if len(clause.split()) <= MAX_WORDS:
+        return clause
+    upto = sentence[left:end].split()
+    return " ".join(upto[-MAX_WORDS:])
+
+
+def _nearest(spans: list[tuple[int, int]], sentence: str, question: QuestionWords) -> tuple[int, int]:
+    """The span the question's words point at: first one whose label (the content word right before it)
+    is a question word ("Sudeste, 3,2; Nordeste, 6,8"). Then, a subject comes before its value ("the
+    media budget rises to R$ 3.9 million"): each question word among the eight content words before a
+    span counts 1/distance (at its nearest), one among the four after a quarter of that, and a word
+    beyond another span belongs to that one ("crescimento de 7,9% sobre 2024 e 3,0% acima da meta":
+    growth is the 7,9%). The earliest span on a tie. Content words: not a stopword, a digit or a lone
+    letter ("R" of "R$")."""
+    words = [(m.start(), question.held(m.group(0))) for m in _WORDS.finditer(sentence)
+             if len(m.group(0)) > 1 and not m.group(0).isdigit()
+             and question.analyzer.terms(m.group(0), question.language)]
+    ordered = sorted(spans)
+
+    def pointed(span: tuple[int, int]) -> tuple[int, float, int]:
+        i = ordered.index(span)
+        since = ordered[i - 1][1] if i > 0 else 0
+        until = ordered[i + 1][0] if i + 1 < len(ordered) else len(sentence)
+        before = [h for at, h in words if since <= at < span[0]][-8:]
+        after = [h for at, h in words if span[1] <= at < until][:4]
+        weight: dict[int, float] = {}
+        for distance, held in enumerate(reversed(before), start=1):
+            for w in held:
+                weight[w] = max(weight.get(w, 0.0), 1.0 / distance)
+        for distance, held in enumerate(after, start=1):
+            for w in held:
+                weight[w] = max(weight.get(w, 0.0), 0.25 / distance)
+        # The word right before a value is its label in a list ("Sudeste, 3,2; Nordeste, 6,8").
+        labelled = 1 if before and before[-1] else 0
+        return (labelled, sum(weight.values()), -span[0])
+
+    return max(spans, key=pointed)
+
+
+_CURRENCY_BEFORE = re.compile(r"(?:R\$|US\$|A\$|\$|€|£)\s*$")
+_TAIL_WORDS = re.compile(r"(?:\s+[^\W\d_][\w-]*){1,2}")
+
+
+def _value_phrase(sentence: str, start: int, end: int, question: QuestionWords) -> str:
+    """The value with its currency and unit, nothing else: "R$ 3,9 milhões", "6,8 dias úteis", "9.8%".
+    Up to two words after it are its unit when they are content words the question does not use."""
+    lead = _CURRENCY_BEFORE.search(sentence[:start])
+    start = lead.start() if lead else start
+    tail = _TAIL_WORDS.match(sentence, end)
+    if tail:
+        words = tail.group(0).split()
+        if all(question.analyzer.terms(w, question.language) and not question.held(w) for w in words):
+            end = tail.end()
+    return sentence[start:end].strip()
+
+
+def _value_spans(sentence: str) -> list[tuple[int, int]]:
+    """Amounts, counts and percentages; a bare year is a date, not an amount ("in 2025")."""
+    return [(a, b) for a, b in value_spans(sentence) if not _YEAR.fullmatch(sentence[a:b])]
+
+
+def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
+    spans = [(d.start, d.end) for d in find_dates(sentence, months, {})]
+    if spans:
+        return spans
+    month_names = {fold(m) for names in months.values() for m in names}
+    out = []
+    for m in _YEAR.finditer(sentence):
+        before = fold(sentence[max(0, m.start() - 12):m.start()]).split()
+        start = m.start() - len(before[-1]) - 1 if before and before[-1].strip(",.") in month_names else m.start()
+        out.append((max(0, start), m.end()))
+    return out
+
+
+def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tuple[int, int]]], method: str,
+                question: QuestionWords, floor: float, depth: int, focus: str | None) -> DirectAnswer | None:
+    """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
+    first ("quanto cresceram": a sentence about growth before one that merely mentions sales)."""
+    about = question.held(focus) if focus else frozenset()
+    ranked = sorted((c for c in candidates[:depth] if c.score >= floor),
+                    key=lambda c: -c.score * (1.5 if about & c.terms else 1.0))
+    for c in ranked:
+        spans = find(c.text)
+        if spans:
+            start, end = _nearest(spans, c.text, question)
+            text = _value_phrase(c.text, start, end, question) if method == "value" else c.text[start:end].strip()
+            return DirectAnswer(text, (c.doc_id,), method, c.text)
+    return None
+
+
+_POSSESSIVE = re.compile(r"['’]s?$")
+
+
+def _names(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[str, bool]]:
+    """(name, opens the sentence) for each run of capitalised words, without the function words at its
+    ends ("On Amazon’s" → "Amazon") or a possessive."""
+    out = []
+    for m in _NAME.finditer(sentence):
+        tokens = m.group(0).split()
+        opening = m.start() == 0
+        while tokens and is_stopword(tokens[0]):
+            tokens, opening = tokens[1:], False
+        while tokens and is_stopword(tokens[-1]):
+            tokens = tokens[:-1]
+        name = _POSSESSIVE.sub("", " ".join(tokens)).strip(" .-&")
+        if name:
+            out.append((name, opening and " " not in name))
+    return out
+
+
+def _name_answer(question: QuestionWords, question_text: str, candidates: Sequence[Candidate], floor: float,
+                 focus: str | None = None, margin: float = 1.0) -> DirectAnswer | None:
+    """The name the retrieved sentences are about: mentioned most, each mention weighted by its sentence's
+    score (doubled in a sentence that holds the `focus` word: "which region" → a sentence about a
+    region), over the sentences scoring at least `floor` of the best one; a name the question names
+    itself is not an answer. A lone capitalised word opening a sentence counts only if it is
+    capitalised elsewhere too: "However" is not a name, "Google" is. None when the runner-up (not part
+    of the best name) weighs more than 1/`margin` of it."""
+    if not candidates:
+        return None
+    asked = fold(question_text)
+
+    def is_stopword(token: str) -> bool:
+        return not question.analyzer.terms(token, question.language)
+
+    pool = [c for c in candidates if c.score >= floor * candidates[0].score]
+    names = [(c, _names(c.text, is_stopword)) for c in pool]
+    mid_sentence = {fold(n) for _, found in names for n, opening in found if not opening}
+    weight: dict[str, float] = defaultdict(float)
+    where: dict[str, Candidate] = {}
+    surface: dict[str, str] = {}
+    for c, found in names:
+        about = 2.0 if focus and re.search(rf"(?<!\w){re.escape(focus)}", fold(c.text)) else 1.0
+        for name, opening in dict.fromkeys(found):
+            key = fold(name)
+            if (opening and key not in mid_sentence) or re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked):
+                continue
+            weight[key] += c.score * about
+            where.setdefault(key, c)
+            surface.setdefault(key, name)
+    if not weight:
+        return None
+    # A name that a longer candidate contains lends it its weight ("Bankman-Fried" -> "Sam Bankman-Fried").
+    lent = dict(weight)
+    for key, own in weight.items():
+        for other in weight:
+            if other != key and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", other):
+                lent[other] += own * 0.5
+    ranked = sorted(lent, key=lambda k: (lent[k], len(k)), reverse=True)
+    best = ranked[0]
+    runner_up = next((k for k in ranked[1:] if not re.search(rf"(?<!\w){re.escape(k)}(?!\w)", best)), None)
+    # Two names about as central as each other: the evidence does not single one out.
+    if runner_up is not None and lent[best] < margin * lent[runner_up]:
+        return None
+    if len(surface[best].split()) > MAX_WORDS:
+        return None
+    return DirectAnswer(surface[best], (where[best].doc_id,), "name", where[best].text)
+
+
+def _polarity(terms_text: str, negations: Sequence[str]) -> bool:
+    """True when the text negates (holds one of the language's negation words)."""
+    words = set(fold(terms_text).split())
+    return any(n in words for n in negations)
+
+
+def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: QuestionWords,
+            negations: Sequence[str], part_floor: float) -> DirectAnswer | None:
+    """yes when every part of the question is held by one retrieved document (at least `part_floor` of
+    the part's words across its sentences) with the part's polarity; no when a part is held that well
+    but its best sentence negates what the part asserts, or the reverse; otherwise none. Word overlap
+    cannot tell "the articles agree" from "they differ" (measured on MultiHop-RAG dev: the share of a
+    part's words found is the same for gold yes and gold no), so anything less is left unanswered."""
+    if not candidates:
+        return None
+    by_doc: dict[str, list[Candidate]] = defaultdict(list)
+    for c in candidates:
+        by_doc[c.doc_id].append(c)
+    supporting: list[Candidate] = []
+    for part in parts:
+        words = question.held(part)
+        if not words:
+            continue
+        share = {doc: len(words & frozenset().union(*(c.terms for c in cs))) / len(words) for doc, cs in by_doc.items()}
+        doc = max(share, key=share.get)
+        if share[doc] < part_floor:
+            return None
+        best = max(by_doc[doc], key=lambda c: (len(words & c.terms), c.score))
+        if _polarity(part, negations) != _polarity(best.text, negations):
+            return DirectAnswer("no", (best.doc_id,), "no", best.text)
+        supporting.append(best)
+    if not supporting:
+        return None
+    doc_ids = tuple(dict.fromkeys(c.doc_id for c in supporting))
+    return DirectAnswer("yes", doc_ids, "yes", supporting[0].text)
+
+
+def _focus_noun(form: QuestionForm, question: QuestionWords) -> str | None:
+    """The first content word after the cue: what the question asks about ("region", "ROAS", "cresceram")."""
+    content = {fold(w) for w, _ in question.words}
+    return next((w for w in form.focus if w in content), None)
+
+
+def _value_after_focus(form: QuestionForm, candidates: Sequence[Candidate], question: QuestionWords, floor: float,
+                       depth: int) -> DirectAnswer | None:
+    """"Qual foi o ROAS …": a value right after a word the question asks about ("ROAS 4,2", "ROAS of 4.2")
+    answers a which-question that names a measure."""
+    focus = _focus_noun(form, question)
+    if not focus:
+        return None
+    for c in candidates[:depth]:
+        if c.score < floor:
+            break
+        folded = fold(c.text)
+        for word in (focus,):
+            for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", folded):
+                spans = [s for s in _value_spans(c.text) if 0 <= s[0] - m.end() <= 12]
+                if spans:
+                    return DirectAnswer(_clause_around(c.text, m.start(), spans[0][1]), (c.doc_id,), "value", c.text)
+    return None
+
+
+def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], candidates: Sequence[Candidate],
+                  question: QuestionWords, *, months: Mapping[str, Sequence[str]], negations: Sequence[str],
+                  floor: float, depth: int, part_floor: float, name_floor: float = 0.1,
+                  name_margin: float = 1.0) -> DirectAnswer | None:
+    """The direct answer to the question from the ranked `candidates` (see the module docstring), or None.
+    `floor`: a sentence holding less of the question than this cannot give it; `depth`: how many of the
+    best sentences are looked at for a value or a date; `part_floor`: the share of a yes/no part's words
+    one document must hold; `name_floor`: names are counted in the sentences scoring at least this share
+    of the best one; `name_margin`: how much more the chosen name must weigh than the next one."""
+    if form.kind == "how_much":
+        return _from_spans(candidates, _value_spans, "value", question, floor, depth, _focus_noun(form, question))
+    if form.kind == "when":
+        return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
+                           _focus_noun(form, question))
+    if form.kind in ("who", "which"):
+        return (_value_after_focus(form, candidates, question, floor, depth)
+                or _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question),
+                                name_margin))
+    if form.kind == "yes_no":
+        return _yes_no(parts or [question_text], candidates, question, negations, part_floor)
+    return None

@@ -1,0 +1,91 @@
+"""What a question asks for: a value, a date, a name, yes or no, or an explanation.
+
+The composer's direct answer gives exactly that (graph/algorithms/direct_answer.py), and the judge
+checks that the answer does. The cue words live in the policy (`languages.question_cues`, pt and en).
+A yes/no cue counts where a clause starts — the question's start, or after a comma, semicolon or
+colon — so "Between the Verge's report and Wired's, has the coverage changed?" is a yes/no question
+while "Which company, reported by both TechCrunch and The Verge, has …" asks for a name. A wh-cue also
+counts inside the question ("Em quantas cidades a UFMS mantém campi?"), except a short one-word cue
+("que", "who"), which there is a pronoun. The earliest cue wins; at one place the longest ("what
+year" over "what"). "What is the budget …" and "Qual é o
+orçamento …" ask for a value: an open or which-cue followed within a few words by a quantity word
+asks how much, by a time word when.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from graph.algorithms.text import fold, has_any_phrase
+from graph.policy import QuestionCues
+
+# What the direct answer must be, for each kind.
+KINDS = ("how_much", "when", "who", "which", "yes_no", "open")
+_CUE_KINDS = ("how_much", "when", "who", "which", "yes_no", "open")
+# Words looked at after a which/open cue for a quantity or time word ("what is the total budget").
+_FOCUS_WINDOW = 4
+_CLAUSE_START = re.compile(r"(?:^|[,;:()]\s*|\?\s+)(?=\w)", re.UNICODE)
+_WORD = re.compile(r"\w+(?:[-']\w+)*", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class QuestionForm:
+    """kind: what a direct answer must give (see KINDS; "open" has no short answer). cue: the phrase
+    that decided it. compares: the question sets two things side by side (a compare cue anywhere).
+    focus: the words just after the cue, where a which-question names what it asks about."""
+
+    kind: str
+    cue: str = ""
+    compares: bool = False
+    focus: tuple[str, ...] = ()  # the words right after the cue ("o", "roas", "da", "campanha"), folded
+
+    @property
+    def wants_short_answer(self) -> bool:
+        return self.kind != "open"
+
+
+@functools.lru_cache(maxsize=64)
+def _cue_patterns(cues: QuestionCues) -> tuple[tuple[str, str, re.Pattern[str]], ...]:
+    """(kind, cue, pattern anchored at a position) for every cue, longest first."""
+    out = []
+    for kind in _CUE_KINDS:
+        for cue in getattr(cues, kind):
+            words = fold(cue).split()
+            if words:
+                out.append((kind, cue, re.compile(r"\s+".join(map(re.escape, words)) + r"(?!\w)", re.UNICODE)))
+    out.sort(key=lambda item: -len(item[1]))
+    return tuple(out)
+
+
+def _cues_for(language: str, cues: Mapping[str, QuestionCues]) -> QuestionCues | None:
+    return cues.get(language) or next(iter(cues.values()), None)
+
+
+def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]) -> QuestionForm:
+    """The form of `question` by the cue lists of its language (the policy's `languages.question_cues`)."""
+    lexicon = _cues_for(language, cues)
+    if lexicon is None:
+        return QuestionForm("open")
+    text = fold(question).strip()
+    patterns = _cue_patterns(lexicon)
+    compares = has_any_phrase(text, lexicon.compare)
+    clause_starts = {m.end() for m in _CLAUSE_START.finditer(text)}
+    for start in (m.start() for m in _WORD.finditer(text)):
+        for kind, cue, pattern in patterns:
+            if start not in clause_starts and (kind == "yes_no" or (" " not in cue and len(cue) <= 3)):
+                continue  # "does"/"é" only open a question; "que"/"who" inside one are pronouns
+            m = pattern.match(text, start)
+            if not m:
+                continue
+            after = tuple(w for w in _WORD.findall(text[m.end():])[:_FOCUS_WINDOW] if fold(w) not in lexicon.yes_no)
+            window = " ".join(after)
+            if kind in ("which", "open"):
+                if has_any_phrase(window, lexicon.quantity_words):
+                    kind = "how_much"
+                elif has_any_phrase(window, lexicon.time_words):
+                    kind = "when"
+            return QuestionForm(kind, cue, compares, after)
+    return QuestionForm("open", "", compares)

@@ -1,0 +1,134 @@
+"""The question's form and the direct answer (graph/algorithms/question_form.py, direct_answer.py), and
+the composer's answer that opens with it (nodes/compose.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from graph.algorithms.direct_answer import QuestionWords, direct_answer, rank_sentences
+from graph.algorithms.question_form import question_form
+from graph.algorithms.text import get_analyzer
+from graph.policy import load_policy
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return load_policy()
+
+
+@pytest.mark.parametrize(("question", "language", "kind"), [
+    ("Quanto cresceram as vendas de inverno em 2025?", "pt", "how_much"),
+    ("Qual é o orçamento de mídia do playbook de inverno 2026 e como ele está dividido?", "pt", "how_much"),
+    ("What is the total budget for 2026?", "en", "how_much"),
+    ("When did the company launch the product?", "en", "when"),
+    ("Em que ano a loja de Fortaleza abriu?", "pt", "when"),
+    ("Who is the individual who became a prominent figure in generative AI?", "en", "who"),
+    ("Quem é o relator do caso?", "pt", "who"),
+    ("Which company, reported by both TechCrunch and The Verge, has invested billions?", "en", "which"),
+    ("Does the TechCrunch article mention Michael Lewis, while the Verge reports on the trial?", "en", "yes_no"),
+    # The cue counts where a clause starts: a leading phrase does not hide the yes/no question.
+    ("Between the report from The Verge on 2023-11-24 and the report from Wired, is there inconsistency?", "en",
+     "yes_no"),
+    ("What does the 2026 winter campaign playbook recommend?", "en", "open"),
+    ("O que diz o playbook?", "pt", "open"),
+])
+def test_question_form_by_policy_cues(policy, question, language, kind):
+    assert question_form(question, language, policy.languages.question_cues).kind == kind
+
+
+def test_question_cues_come_from_the_policy(policy):
+    cues = policy.languages.question_cues
+    assert question_form("Quem é o relator?", "pt", cues).kind == "who"
+    without = {**cues, "pt": dataclasses.replace(cues["pt"], who=())}
+    assert question_form("Quem é o relator?", "pt", without).kind != "who"
+
+
+def _answer(policy, question, language, sentences):
+    analyzer = get_analyzer(policy)
+    words = QuestionWords(question, analyzer, language)
+    ranked = rank_sentences(words, [(doc, text, i, 0.8) for i, (doc, text) in enumerate(sentences)])
+    form = question_form(question, language, policy.languages.question_cues)
+    cfg = policy.compose.direct
+    return direct_answer(question, form, [question], ranked, words, months=policy.languages.months,
+                         negations=policy.languages.negations[language], floor=cfg.sentence_floor, depth=cfg.depth,
+                         part_floor=cfg.part_floor)
+
+
+def test_value_is_the_one_the_question_points_at(policy):
+    found = _answer(policy, "Qual é o prazo médio de entrega do e-commerce no Nordeste?", "pt", [
+        ("ops", ("Prazos médios de entrega do e-commerce em 2025: Sudeste, 3,2 dias úteis; Sul, 4,1; "
+                 "Nordeste, 6,8; e Norte, 9,4.")),
+    ])
+    assert found is not None and "6,8" in found.text and "3,2" not in found.text and found.doc_ids == ("ops",)
+
+
+def test_growth_matches_crescimento_by_its_first_letters(policy):
+    found = _answer(policy, "Quanto cresceram as vendas de inverno em 2025?", "pt", [
+        ("plan", "Objetivo: atingir R$ 132 milhões em vendas em 2026, acima do inverno 2025 (R$ 118,4 milhões)."),
+        ("bi", "A temporada de inverno 2025 gerou receita de R$ 118 milhões, crescimento de 7,9% sobre 2024."),
+    ])
+    assert found is not None and "7,9%" in found.text and found.doc_ids == ("bi",)
+
+
+def test_name_not_named_by_the_question(policy):
+    found = _answer(policy, "Which company, reported by TechCrunch, spent $26.3 billion to be the default search engine?",
+                    "en", [
+                        ("a", "TechCrunch reported that Google spent $26.3 billion to be the default search engine."),
+                        ("b", "Google paid Apple to be the default search engine in Safari, TechCrunch said."),
+                    ])
+    assert found is not None and found.text == "Google"
+
+
+def test_date_for_a_when_question(policy):
+    found = _answer(policy, "When will the Steam Deck OLED be available to order?", "en", [
+        ("a", "The Steam Deck OLED will be available to order on November 16, 2023 at 1PM ET."),
+    ])
+    assert found is not None and "November 16, 2023" in found.text and found.method == "date"
+
+
+def test_no_direct_answer_without_evidence(policy):
+    assert _answer(policy, "Quanto custou a campanha de verão?", "pt", [
+        ("a", "A loja de Fortaleza abriu em março com três vitrines novas."),
+    ]) is None
+    assert _answer(policy, "What does the playbook recommend?", "en", [
+        ("a", "The playbook recommends weekly livestreams and a regional creators programme."),
+    ]) is None  # an open question has no dozen-word answer
+
+
+def test_yes_when_every_part_is_held_no_when_one_is_negated(policy):
+    yes = _answer(policy, "Does the report say that returns fell in 2025?", "en", [
+        ("a", "The report says that online returns fell to 9.8% in 2025."),
+    ])
+    assert yes is not None and yes.method == "yes"
+    no = _answer(policy, "Does the report say that returns fell in 2025?", "en", [
+        ("a", "The report says that online returns did not fall in 2025."),
+    ])
+    assert no is not None and no.method == "no"
+
+
+# --- the composer's answer ---------------------------------------------------------------------
+
+
+def test_answer_opens_with_the_direct_answer_and_leaves_out_other_periods(ask):
+    state = ask("Quanto cresceram as vendas de inverno em 2025?")
+    first = state["answer"].splitlines()[0]
+    assert "7,9%" in state["direct_answer"] and "7,9%" in first
+    assert "acme-bi-2025-inverno-sales" in first
+    # The 2024 annual report's footwear fact is about another period: not in the answer.
+    assert "15,2%" not in state["answer"] and "acme-bi-2024-annual" not in state["citations_used"]
+
+
+def test_budget_answer_has_no_filler_and_cites_only_what_it_uses(ask):
+    state = ask("Qual é o orçamento de mídia do playbook de inverno 2026 e como ele está dividido?")
+    assert "3,9 milhões" in state["direct_answer"]
+    assert "substitui" not in state["answer"]  # "Esta versão substitui o playbook de inverno 2025"
+    cited = set(state["citations_used"])
+    assert cited == {"acme-playbook-inverno-2026"}, state["answer"]
+
+
+def test_figures_or_nothing_found_never_both(ask):
+    state = ask("What is Acme's online return rate and the main reason for returns?")
+    assert "9.8%" in state["direct_answer"]
+    assert "no sufficient information" not in state["answer"]
