@@ -240,7 +240,8 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     region), over the sentences scoring at least `floor` of the best one; a name the question names
     itself is not an answer. A lone capitalised word opening a sentence counts only if it is
     capitalised elsewhere too: "However" is not a name, "Google" is. None when the runner-up (not part
-    of the best name) weighs more than 1/`margin` of it."""
+    of the best name) weighs more than 1/`margin` of it, or when none of the three best sentences
+    holds the name."""
     if not candidates:
         return None
     asked = fold(question_text)
@@ -279,7 +280,12 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         return None
     if len(surface[best].split()) > MAX_WORDS:
         return None
-    return DirectAnswer(surface[best], (where[best].doc_id,), "name", where[best].text)
+    # The answer is said where the question is: a name none of the best sentences holds is only
+    # frequent around it ("UFMS" throughout a paragraph about something else).
+    holder = next((c for c in candidates[:3] if re.search(rf"(?<!\w){re.escape(best)}(?!\w)", fold(c.text))), None)
+    if holder is None:
+        return None
+    return DirectAnswer(surface[best], (holder.doc_id,), "name", holder.text)
 
 
 def _polarity(terms_text: str, negations: Sequence[str]) -> bool:
