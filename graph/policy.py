@@ -330,12 +330,34 @@ class GroundednessThresholds:
 
 
 @dataclass(frozen=True)
+class RelevanceSettings:
+    """Whether an answer addresses its question (graph/algorithms/answer_relevance.py). Relevance (0–1)
+    compares the question's share held by the best passage the answer cites, and by its best claim,
+    with the best source's; an answer below its floor is off-topic (quality at most WARNING)."""
+
+    answer_floor: float = field(default=0.8, metadata=_SHARE)       # a one-part question
+    multi_part_floor: float = field(default=0.4, metadata=_SHARE)   # a question of several parts
+    passage_weight: float = field(default=0.8, metadata=_SHARE)     # the cited passage's; the rest: the best claim's
+    # Relevance lost when the opening lacks what the question asks (a value, a date, a name, yes/no).
+    indirect_penalty: float = field(default=0.05, metadata=_SHARE)
+    part_floor: float = field(default=0.25, metadata=_SHARE)        # a part held less than this is missing
+    missing_part_utility: float = field(default=0.05, metadata=_SHARE)  # utility lost, times the share missing
+    repeat_overlap: float = field(default=0.8, metadata=_SHARE)     # a claim this much held by an earlier one repeats
+    redundancy_penalty: float = field(default=0.4, metadata=_SHARE)  # quality lost, times the share repeating
+    # English: the local cross-encoder scores each part of the question against the claims, and that
+    # score takes `model_weight` of the relevance (~10 ms a pair).
+    cross_encoder: bool = False
+    model_weight: float = field(default=0.25, metadata=_SHARE)
+
+
+@dataclass(frozen=True)
 class JudgeSettings:
     thresholds: DecisionThresholds
     invented_value_groundedness: float = field(default=0.2, metadata=_SHARE)
     invented_citation_groundedness: float = field(default=0.2, metadata=_SHARE)
     unsupported_claim_groundedness: float = field(default=0.25, metadata=_SHARE)
     groundedness: GroundednessThresholds = GroundednessThresholds()
+    relevance: RelevanceSettings = RelevanceSettings()
     empty_closers: tuple[str, ...] = ()    # phrases that add nothing (lower utility)
     action_words: tuple[str, ...] = ()     # a trend or a recommended action (raise utility)
 

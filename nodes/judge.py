@@ -17,6 +17,7 @@ from graph.algorithms.judging import combine_with_llm, deterministic_verdict, pa
 from graph.context import Context
 from graph.prompts import llm_prompt
 from graph.providers.chat import chat_model
+from graph.providers.relevance import judge_scorer
 from graph.providers.resources import embeddings_for
 from graph.providers.specs import ProviderError, failure_reason
 from graph.runtime.run_policy import run_policy
@@ -58,8 +59,9 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
     """Score the answer 0–1 on quality, utility and groundedness and decide OK / WARNING / BLOCK.
 
     Reads `answer`, `reranked` (the text each citation must be supported by), `coverage_level`,
-    `language`, `question`, `citations_used` and `rag` (the run's policy). Writes `verdict` (scores,
-    reasoning, final_decision, per-claim checks, method) and `errors`."""
+    `language`, `question` and `direct_answer` (what the answer must address and open with),
+    `citations_used` and `rag` (the run's policy). Writes `verdict` (scores, reasoning, final_decision,
+    per-claim checks, method) and `errors`."""
     ctx = run_context(runtime)
     try:
         policy = run_policy(state.get("rag"), ctx)
@@ -77,14 +79,19 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
         embeddings = None
         errors.append(f"judge: embeddings unavailable, lexical support only: {exc}")
     try:
-        verdict = deterministic_verdict(state, policy, embeddings)
+        scorer = judge_scorer(policy, state.get("language", "en"))
+    except ProviderError as exc:  # the cross-encoder's package or files: relevance is judged lexically
+        scorer = None
+        errors.append(f"judge: relevance model unavailable, lexical relevance only: {exc}")
+    try:
+        verdict = deterministic_verdict(state, policy, embeddings, scorer)
     except Exception as exc:
         if embeddings is None:
             raise
         # The embedder is asked only to rescue a paraphrase; when it fails (a remote provider timing
         # out, garbage vectors), the claims are judged on their lexical support, and that is said.
         errors.append(f"judge: embeddings unavailable, lexical support only: {failure_reason(exc)}")
-        verdict = deterministic_verdict(state, policy, None)
+        verdict = deterministic_verdict(state, policy, None, scorer)
     try:
         llm = chat_model(ctx)
     except ProviderError as exc:

@@ -2,7 +2,10 @@
 
 Every claim must be supported by the chunks it cites (graph/algorithms/groundedness.py): an invented
 value, date, name, field or citation, a flipped negation or an uncited fact caps groundedness below 0.3,
-so the answer is blocked. An LLM judge's verdict is bounded by this one (`combine_with_llm`).
+so the answer is blocked. Every answer must also address its question (graph/algorithms/answer_relevance.py):
+quality reads its relevance, directness and redundancy besides its form, utility the share of the
+question's parts it covers besides the coverage level. An off-topic answer is at most WARNING, and
+relevance alone never blocks a grounded answer. An LLM judge's verdict is bounded by this one (`combine_with_llm`).
 Thresholds, ceilings and word lists come from the policy's `judge` and `languages` sections. The
 judge node, the composer's draft checks and `ragate eval groundedness` all judge through here.
 """
@@ -14,6 +17,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from graph.algorithms.answer_relevance import AnswerRelevance, answer_relevance
 from graph.algorithms.groundedness import GroundednessChecker, Lexicons, Source, groundedness_score
 from graph.algorithms.text import (
     citations_in,
@@ -46,13 +50,19 @@ def sources_of(chunks: Sequence[Chunk]) -> list[Source]:
 
 
 def judge_answer(answer: str, sources: Sequence[Source], *, language: str, coverage: str, policy: Policy,
-                 embeddings: Any = None) -> Verdict:
-    """The deterministic verdict on one answer: per-claim support, the three scores, the decision."""
+                 embeddings: Any = None, question: str = "", direct_answer: str | None = None,
+                 scorer: Any = None) -> Verdict:
+    """The deterministic verdict on one answer: per-claim support, the three scores, the decision.
+    With the `question`, quality and utility also read how well the answer addresses it (`direct_answer`:
+    the short answer the composer opened with; `scorer`: an optional relevance model, see
+    graph/algorithms/answer_relevance.py)."""
     cfg = policy.judge
     checks = checker_for(policy).check(answer, sources, language, embeddings)
     groundedness, g_reason = groundedness_score(checks, cfg)
-    quality, q_reason = quality_score(answer, coverage, language, policy)
-    utility, u_reason = utility_score(answer, coverage, cfg)
+    relevance = answer_relevance(question, answer, sources, language, policy, scorer=scorer,
+                                 direct_answer=direct_answer)
+    quality, q_reason = quality_score(answer, coverage, language, policy, relevance)
+    utility, u_reason = utility_score(answer, coverage, cfg, relevance)
     scores = {"quality": quality, "utility": utility, "groundedness": groundedness}
     return Verdict(
         scores=scores,
@@ -63,8 +73,12 @@ def judge_answer(answer: str, sources: Sequence[Source], *, language: str, cover
     )
 
 
-def quality_score(answer: str, coverage: str, language: str, policy: Policy) -> tuple[float, str]:
-    """Structure and form: cited, not too short or long, no repetition, in the question's language."""
+def quality_score(answer: str, coverage: str, language: str, policy: Policy,
+                  relevance: AnswerRelevance | None = None) -> tuple[float, str]:
+    """Form — cited, not too short or long, no repeated sentence, in the question's language — then,
+    when the relevance was measured: redundant claims lower it, and an off-topic answer (relevance
+    below its floor, `judge.relevance.answer_floor` or `multi_part_floor`, a missing direct answer
+    counted in) is held in the WARNING band, lower the less relevant it is, naming what it misses."""
     quality, notes = 1.0, []
     body = strip_citations(answer)
     if coverage != "none" and not citations_in(answer):
@@ -84,12 +98,29 @@ def quality_score(answer: str, coverage: str, language: str, policy: Policy) -> 
     if body and detect_language(body, policy.languages.markers, language) != language:
         quality -= 0.1
         notes.append("partly in another language than the question")
-    return round(max(0.0, quality), 3), "; ".join(notes) or "structured, cited, in the question's language"
+    quality = max(0.0, quality)
+    if relevance is None:
+        return round(quality, 3), "; ".join(notes) or "structured, cited, in the question's language"
+    cfg, thresholds = policy.judge.relevance, policy.judge.thresholds
+    if relevance.redundancy:
+        quality = _lowered(quality, cfg.redundancy_penalty * relevance.redundancy, thresholds)
+        notes.append(f"{relevance.redundancy:.0%} of the claims repeat an earlier one")
+    if not relevance.direct:
+        notes.append(_INDIRECT.get(relevance.kind, "does not open with the direct answer"))
+    if relevance.off_topic:
+        quality = min(quality, _warning(relevance.relevance / relevance.floor, thresholds))
+        notes.append(f"off-topic (relevance {relevance.relevance:.2f}): {off_topic_note(relevance)}")
+    else:
+        notes.append(f"addresses the question (relevance {relevance.relevance:.2f})")
+    return round(quality, 3), "; ".join(notes)
 
 
-def utility_score(answer: str, coverage: str, cfg: JudgeSettings) -> tuple[float, str]:
+def utility_score(answer: str, coverage: str, cfg: JudgeSettings,
+                  relevance: AnswerRelevance | None = None) -> tuple[float, str]:
     """How much the reader can act on: coverage, then concrete numbers, a trend or a recommended
-    action and a readable structure raise it; an empty closing phrase lowers it."""
+    action and a readable structure raise it; an empty closing phrase lowers it, and so does each part
+    of the question the answer leaves out (`judge.relevance.missing_part_utility`, pro rata), never
+    below the WARNING band."""
     body = strip_citations(answer)
     utility = UTILITY_BY_COVERAGE.get(coverage, 0.5)
     notes = [f"coverage {coverage}"]
@@ -105,13 +136,51 @@ def utility_score(answer: str, coverage: str, cfg: JudgeSettings) -> tuple[float
     if has_any_phrase(body, cfg.empty_closers):
         utility -= 0.3
         notes.append("empty closing phrase")
-    return round(min(1.0, max(0.0, utility)), 3), ", ".join(notes)
+    utility = min(1.0, max(0.0, utility))
+    if relevance is not None and relevance.missing:
+        utility = _lowered(utility, cfg.relevance.missing_part_utility * (1 - relevance.parts_covered), cfg.thresholds)
+        notes.append(f"covers {len(relevance.parts) - len(relevance.missing)} of {len(relevance.parts)} parts of the "
+                     f"question; not addressed: {_quoted(p.text for p in relevance.missing)}")
+    return round(utility, 3), ", ".join(notes)
 
 
-def deterministic_verdict(state: State, policy: Policy, embeddings: Any = None) -> Verdict:
+_INDIRECT = {"how_much": "does not open with the value asked for", "when": "does not open with the date asked for",
+             "who": "does not open with the name asked for", "yes_no": "does not open with yes or no"}
+
+
+def _quoted(texts: Any) -> str:
+    return ", ".join(f"«{t.strip(' ?.')}»" for t in texts)
+
+
+def off_topic_note(relevance: AnswerRelevance) -> str:
+    """What an off-topic answer leaves out: the parts of the question it does not address (else its
+    least addressed part; the question itself when it has one part), the question's rarest words the
+    sources hold that no claim does, and the source that speaks more of the question."""
+    parts = relevance.missing or [min(relevance.parts, key=lambda p: (not p.judged, p.share))]
+    note = f"the claims do not address {_quoted(p.text for p in parts)}"
+    if relevance.unheld:
+        note += f" (no claim speaks of {', '.join(relevance.unheld)})"
+    if relevance.passage < 1:
+        note += f"; [{relevance.best_passage}] holds more of the question than the passages cited"
+    return note
+
+
+def _lowered(score: float, penalty: float, thresholds: DecisionThresholds) -> float:
+    """`score` minus a relevance penalty, which never takes it below the WARNING band on its own."""
+    return score if score < thresholds.block else max(thresholds.block, score - penalty)
+
+
+def _warning(fraction: float, thresholds: DecisionThresholds) -> float:
+    """A score in the WARNING band [block, ok), from its bottom (fraction 0) towards its top (1)."""
+    return round(thresholds.block + (thresholds.ok - thresholds.block) * min(max(fraction, 0.0), 0.99), 3)
+
+
+def deterministic_verdict(state: State, policy: Policy, embeddings: Any = None, scorer: Any = None) -> Verdict:
+    """`judge_answer` on the run's answer, question, direct answer and reranked chunks."""
     return judge_answer(state.get("answer") or "", sources_of(state.get("reranked") or []),
                         language=state.get("language", "en"), coverage=state.get("coverage_level", "none"),
-                        policy=policy, embeddings=embeddings)
+                        policy=policy, embeddings=embeddings, question=state.get("question") or "",
+                        direct_answer=state.get("direct_answer"), scorer=scorer)
 
 
 def combine_with_llm(deterministic: Verdict, llm: Verdict, thresholds: DecisionThresholds) -> Verdict:

@@ -563,7 +563,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = eval_sub.add_parser("groundedness", help="the judge's groundedness checks on labelled answers (JSONL): "
                                                  "per-line scores and, with labels, how well unfaithful ones are caught")
     p.add_argument("--input", required=True, help='JSONL: {"id", "question"?, "context": [{"doc_id", "text"}], '
-                                                  '"answer", "label"? (1 faithful, 0 not)} per line')
+                                                  '"answer", "label"? (1 faithful, 0 not), "relevant"? (1 answers '
+                                                  'the question, 0 not)} per line')
     p.add_argument("--out", help="write results.json, results.md and per_item.jsonl to this folder")
     p.add_argument("--summary-only", dest="summary_only", action="store_true", help="print the summary, not a line per answer")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -2,16 +2,19 @@
 
 Input, one JSON object per line:
     {"id": "...", "question": "..."?, "context": [{"doc_id": "...", "text": "..."}], "answer": "...",
-     "label": 1 | 0?, "language": "en" | "pt"?, "perturbation": "..."?}
-label 1 = faithful, 0 = not. Every line is judged by `nodes.judge.judge_answer`, the function the
-graph's judge node runs, with the context as the retrieved chunks. An answer file says nothing of
-retrieval coverage, which the utility score depends on: every line is judged as coverage "medium".
+     "label": 1 | 0?, "relevant": 1 | 0?, "language": "en" | "pt"?, "perturbation": "..."?}
+label 1 = faithful, 0 = not; relevant 1 = the answer addresses the question, 0 = it does not
+(bench/make_relevance_set.py). Every line is judged by `judge_answer` (graph/algorithms/judging.py),
+the function the graph's judge node runs, with the question and the context as the retrieved chunks.
+An answer file says nothing of retrieval coverage, which the utility score depends on: every line is
+judged as coverage "medium".
 
 An unfaithful answer counts as caught when the judge BLOCKs it (what keeps it from a user and from
 memory); the positive class of precision / recall / F1 is "unfaithful". Also reported: the share of
 unfaithful answers whose groundedness is below 0.3, faithful answers passed (not BLOCK), the same
 per perturbation and per language, and the check time per line (p50 / p95, and p50 for 5-chunk
-answers).
+answers). Where lines carry `relevant`: irrelevant answers flagged (WARNING or BLOCK: not passed as
+OK) and relevant answers passed as OK, overall and per language.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from graph.algorithms.text import detect_language, json_lines
 from graph.evaluation.metrics import percentiles
 from graph.evaluation.report import _fmt, _table, write_jsonl
 from graph.policy import Policy
+from graph.providers.relevance import judge_scorer
 
 INVENTED_BELOW = 0.3  # the issue's bar: an invented value scores groundedness < 0.3
 COVERAGE = "medium"
@@ -86,6 +90,8 @@ def _item_problem(item: Any) -> str | None:
             return f"field 'context[{i}]' must be an object with string 'doc_id' and 'text'"
     if "label" in item and item["label"] not in (0, 1):
         return "field 'label' must be 1 (faithful) or 0 (not)"
+    if "relevant" in item and (type(item["relevant"]) is not int or item["relevant"] not in (0, 1)):
+        return f"field 'relevant' must be 1 (answers the question) or 0 (does not), not {item['relevant']!r}"
     if "question" in item and not isinstance(item["question"], str):
         return "field 'question' must be a string"
     return None
@@ -99,11 +105,13 @@ def judge_item(item: dict[str, Any], policy: Policy, embeddings: Any) -> dict[st
                                                        policy.languages.default)
     started = time.perf_counter()
     verdict = judge_answer(item["answer"], sources, language=language, coverage=COVERAGE, policy=policy,
-                           embeddings=embeddings)
+                           embeddings=embeddings, question=item.get("question") or "",
+                           scorer=judge_scorer(policy, language))
     elapsed = (time.perf_counter() - started) * 1000
     return {
         "id": str(item["id"]),
         "label": item.get("label"),
+        "relevant": item.get("relevant"),
         "perturbation": item.get("perturbation"),
         "language": language,
         "n_chunks": len(sources),
@@ -138,6 +146,17 @@ def _rates(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "f1": (2 * precision * recall / (precision + recall)) if precision and recall else (0.0 if precision is not None and recall is not None else None),
         "balanced_accuracy": (recall + specificity) / 2 if recall is not None and specificity is not None else None,
     })
+    # Relevance: an irrelevant answer is flagged when it is not passed as OK (the judge caps it at
+    # WARNING); a relevant one passes when it is OK.
+    relevant = [r for r in rows if r.get("relevant") == 1]
+    irrelevant = [r for r in rows if r.get("relevant") == 0]
+    if relevant or irrelevant:
+        out.update({
+            "n_relevant": len(relevant), "n_irrelevant": len(irrelevant),
+            "irrelevant_flagged": (sum(r["decision"] != "OK" for r in irrelevant) / len(irrelevant)
+                                   if irrelevant else None),
+            "relevant_ok": sum(r["decision"] == "OK" for r in relevant) / len(relevant) if relevant else None,
+        })
     return out
 
 
@@ -175,7 +194,12 @@ def run_groundedness(items: list[dict[str, Any]], policy: Policy, embeddings: An
 def item_line(r: dict[str, Any]) -> str:
     s = r["scores"]
     label = {1: "faithful", 0: "unfaithful", None: "-"}[r["label"]]
+    if r.get("relevant") is not None:
+        label += ", relevant" if r["relevant"] else ", irrelevant"
+    # Why it is not OK: its first unsupported claim, else what quality or utility found (relevance).
     first = r["unsupported_claims"][0]["reasons"][0] if r["unsupported_claims"] else ""
+    if not first and r["decision"] != "OK":
+        first = next(r["reasoning"][k] for k in ("quality", "utility") if s[k] == min(s["quality"], s["utility"]))
     return (f"{r['id']}\t{label}\t{r['decision']}\tg={s['groundedness']:.2f} q={s['quality']:.2f} "
             f"u={s['utility']:.2f}\t{first}")
 
@@ -190,6 +214,12 @@ def markdown(out: dict[str, Any]) -> str:
         rows = [["all", str(m["n_labelled"]), *(_fmt(m[k]) for k in keys)]]
         rows += [[lang, str(v["n_labelled"]), *(_fmt(v[k]) for k in keys)] for lang, v in out["by_language"].items()]
         lines += [_table(header, rows), ""]
+    if "n_relevant" in m:
+        keys = ["n_irrelevant", "irrelevant_flagged", "n_relevant", "relevant_ok"]
+        rows = [["all", *(_fmt(m[k]) for k in keys)]]
+        rows += [[lang, *(_fmt(v.get(k)) for k in keys)] for lang, v in out["by_language"].items()]
+        lines += ["Relevance: irrelevant answers flagged (WARNING or BLOCK), relevant answers passed as OK.", "",
+                  _table(["set", "irrelevant", "irrelevant_flagged", "relevant", "relevant_ok"], rows), ""]
     if out["by_perturbation"]:
         rows = [[k, str(v["n"]), _fmt(v["blocked"]), _fmt(v["groundedness_below_0.3"])]
                 for k, v in out["by_perturbation"].items()]

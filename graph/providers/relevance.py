@@ -168,3 +168,12 @@ class RelevanceCompressor(BaseDocumentCompressor):
         order = sorted(range(len(docs)), key=lambda i: -scores[i])[: self.top_n]
         return [Document(page_content=docs[i].page_content, id=docs[i].id,
                          metadata={**docs[i].metadata, "relevance_score": scores[i]}) for i in order]
+
+
+def judge_scorer(policy: Any, language: str) -> RelevanceScorer | None:
+    """The relevance model the judge blends into an answer's relevance (graph/algorithms/answer_relevance.py):
+    the local cross-encoder when the policy's `judge.relevance.cross_encoder` is on and the question is in
+    a language it was trained on, else none."""
+    if policy.judge.relevance.cross_encoder and language in CROSS_ENCODER_LANGUAGES:
+        return CrossEncoderRelevance(policy.rerank.relevance.cross_encoder.max_tokens)
+    return None
