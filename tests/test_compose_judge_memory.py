@@ -124,7 +124,7 @@ def test_unanswerable_question_gives_none_and_three_suggestions_in_its_language(
     ("Quanto cresceram as vendas de inverno em 2025?", "pt"),
     ("Qual é o prazo médio de entrega do e-commerce no Nordeste?", "pt"),
     ("What is Acme's online return rate and the main reason for returns?", "en"),
-    ("Which region grew fastest in the first half of 2025?", "en"),
+    ("What were the ROAS and CPC of the Google Performance Max campaign?", "en"),
 ])
 def test_answer_opens_with_a_direct_answer_in_the_question_language(ask, question, lang):
     """The first line is the cited direct answer (no preamble), and the composer's own words are in the

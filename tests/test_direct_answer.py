@@ -132,3 +132,18 @@ def test_figures_or_nothing_found_never_both(ask):
     state = ask("What is Acme's online return rate and the main reason for returns?")
     assert "9.8%" in state["direct_answer"]
     assert "no sufficient information" not in state["answer"]
+
+
+def test_a_measure_the_question_names_is_answered_with_its_value(policy):
+    found = _answer(policy, "Qual foi o ROAS da campanha no TikTok?", "pt", [
+        ("tt", "A campanha no TikTok gerou R$ 1,73 milhão em receita atribuída (ROAS 4,2), com CPC médio de R$ 1,85."),
+    ])
+    assert found is not None and found.text == "ROAS 4,2" and found.method == "value"
+
+
+def test_which_asks_for_the_name_in_the_clause_of_its_noun(policy):
+    found = _answer(policy, "Which region grew fastest?", "en", [
+        ("h1", "The Northeast was the fastest-growing region, up 19.3%, driven by the Fortaleza and Salvador stores."),
+    ])
+    # "region, up 19.3%" is not the region's value: the answer is the name its clause gives.
+    assert found is not None and found.text == "Northeast" and found.method == "name"

@@ -236,7 +236,7 @@ def _names(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[str,
 def _name_answer(question: QuestionWords, question_text: str, candidates: Sequence[Candidate], floor: float,
                  focus: str | None = None, margin: float = 1.0) -> DirectAnswer | None:
     """The name the retrieved sentences are about: mentioned most, each mention weighted by its sentence's
-    score (doubled in a sentence that holds the `focus` word: "which region" → a sentence about a
+    score (doubled in the clause that holds the `focus` word: "which region" → the clause about a
     region), over the sentences scoring at least `floor` of the best one; a name the question names
     itself is not an answer. A lone capitalised word opening a sentence counts only if it is
     capitalised elsewhere too: "However" is not a name, "Google" is. None when the runner-up (not part
@@ -256,11 +256,15 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     where: dict[str, Candidate] = {}
     surface: dict[str, str] = {}
     for c, found in names:
-        about = 2.0 if focus and re.search(rf"(?<!\w){re.escape(focus)}", fold(c.text)) else 1.0
+        # The clause that holds the focus word names what is asked ("The Northeast was the fastest-growing
+        # region, up 19.3%, driven by the Fortaleza and Salvador stores"): its names count twice.
+        clause = next((fold(piece) for piece in _CLAUSE_SPLIT.split(c.text)
+                       if focus and re.search(rf"(?<!\w){re.escape(focus)}", fold(piece))), "")
         for name, opening in dict.fromkeys(found):
             key = fold(name)
             if (opening and key not in mid_sentence) or re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked):
                 continue
+            about = 2.0 if clause and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", clause) else 1.0
             weight[key] += c.score * about
             where.setdefault(key, c)
             surface.setdefault(key, name)
@@ -331,10 +335,15 @@ def _focus_noun(form: QuestionForm, question: QuestionWords) -> str | None:
     return next((w for w in form.focus if w in content), None)
 
 
+# Between a measure's name and its value: nothing, a colon or equals sign, or one short word ("ROAS
+# 4,2", "ROAS: 4.2", "ROAS of 4.2", "CPC de R$ 1,85"); a comma ends the phrase ("region, up 19.3%").
+_MEASURE_GAP = re.compile(r"\s*(?:[:=]\s*|\s\w{1,3}\s+)?(?:R\$|US\$|\$|€|£)?\s*$", re.UNICODE)
+
+
 def _value_after_focus(form: QuestionForm, candidates: Sequence[Candidate], question: QuestionWords, floor: float,
                        depth: int) -> DirectAnswer | None:
-    """"Qual foi o ROAS …": a value right after a word the question asks about ("ROAS 4,2", "ROAS of 4.2")
-    answers a which-question that names a measure."""
+    """"Qual foi o ROAS …": a value right after the word the question asks about ("ROAS 4,2", "ROAS of 4.2")
+    answers a which-question that names a measure; the answer is the measure and its value."""
     focus = _focus_noun(form, question)
     if not focus:
         return None
@@ -342,11 +351,10 @@ def _value_after_focus(form: QuestionForm, candidates: Sequence[Candidate], ques
         if c.score < floor:
             break
         folded = fold(c.text)
-        for word in (focus,):
-            for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", folded):
-                spans = [s for s in _value_spans(c.text) if 0 <= s[0] - m.end() <= 12]
-                if spans:
-                    return DirectAnswer(_clause_around(c.text, m.start(), spans[0][1]), (c.doc_id,), "value", c.text)
+        for m in re.finditer(rf"(?<!\w){re.escape(focus)}(?!\w)", folded):
+            for start, end in _value_spans(c.text):
+                if start >= m.end() and _MEASURE_GAP.fullmatch(c.text[m.end():start]):
+                    return DirectAnswer(c.text[m.start():end].strip(), (c.doc_id,), "value", c.text)
     return None
 
 
