@@ -44,6 +44,14 @@ class DatasetMissing(Exception):
     pass
 
 
+def write_rows(rows: list[dict], out: Path) -> None:
+    """One JSON object per line, UTF-8, "\\n" line ends: the same rows give the same bytes."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8", newline="\n") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 # --- text utilities -------------------------------------------------------------------------------------------
 
 ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "sr", "sra", "srta", "jr", "st", "inc", "corp", "co", "ltd", "vs",
@@ -1348,10 +1356,7 @@ def main(argv: list[str] | None = None) -> int:
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         print(f"error: cannot read the {args.dataset} dataset: {exc!r}", file=sys.stderr)
         return 2
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", encoding="utf-8", newline="\n") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    write_rows(rows, args.out)
     labels = Counter(r["label"] for r in rows)
     kinds = Counter(r["perturbation"] for r in rows)
     langs = Counter(r["language"] for r in rows)

@@ -365,10 +365,7 @@ def main(argv: list[str] | None = None) -> int:
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         print(f"error: cannot read the {args.dataset} dataset: {exc!r}", file=sys.stderr)
         return 2
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", encoding="utf-8", newline="\n") as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    gs.write_rows(rows, args.out)
     counts = Counter((r["language"], r["split"], r["relevant"]) for r in rows)
     print(f"wrote {len(rows)} items from {len({r['source_id'] for r in rows})} questions to {args.out}")
     for (lang, part, rel), v in sorted(counts.items()):

@@ -114,9 +114,8 @@ FAQUAD = {"version": "1.0", "data": [
 ]}
 
 
-@pytest.fixture(scope="module")
-def datasets(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("datasets")
+def write_datasets(root: Path) -> Path:
+    """The fixtures in the datasets' real file formats under `root` (as ../shared/datasets lays them out)."""
     (root / "multihop_rag").mkdir()
     corpus = [{"category": c, "author": a, "published_at": "2023-11-20T10:00:00+00:00", "body": "\n\n".join(facts),
                "title": f"Title {i}", "url": url, "source": s} for i, (c, a, s, url, facts) in enumerate(ARTICLES)]
@@ -125,6 +124,11 @@ def datasets(tmp_path_factory) -> Path:
     (root / "faquad").mkdir()
     (root / "faquad" / "train.json").write_text(json.dumps(FAQUAD, ensure_ascii=False), encoding="utf-8")
     return root
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory) -> Path:
+    return write_datasets(tmp_path_factory.mktemp("datasets"))
 
 
 def _run(tool, datasets: Path, out: Path, dataset: str, *extra: str) -> list[dict]:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_bench_groundedness_set import ARTICLES, FAQUAD, QUERIES
+from test_bench_groundedness_set import FAQUAD, QUERIES, write_datasets
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "make_relevance_set.py"
 CITED = re.compile(r"(.+?)\s?\[([^\[\]]+)\]\.?(?:\s+|$)")
@@ -27,15 +27,7 @@ def tool():
 
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("datasets")
-    (root / "multihop_rag").mkdir()
-    corpus = [{"category": c, "author": a, "published_at": "2023-11-20T10:00:00+00:00", "body": "\n\n".join(facts),
-               "title": f"Title {i}", "url": url, "source": s} for i, (c, a, s, url, facts) in enumerate(ARTICLES)]
-    (root / "multihop_rag" / "corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
-    (root / "multihop_rag" / "queries_dev.json").write_text(json.dumps(QUERIES), encoding="utf-8")
-    (root / "faquad").mkdir()
-    (root / "faquad" / "train.json").write_text(json.dumps(FAQUAD, ensure_ascii=False), encoding="utf-8")
-    return root
+    return write_datasets(tmp_path_factory.mktemp("datasets"))
 
 
 def run(tool, datasets: Path, out: Path, *extra: str) -> list[dict]:
