@@ -1235,18 +1235,26 @@ def _faquad_chunks(ai: int, pi: int, text: str, rng: random.Random) -> list[tupl
     return out
 
 
+def answer_span(text: str, answer: dict) -> tuple[int, int] | None:
+    """(start, end) of a SQuAD answer in its paragraph: at `answer_start` when the text is there, else its
+    first occurrence; None when the paragraph does not hold it."""
+    start = answer.get("answer_start", -1)
+    if text[start:start + len(answer["text"])] != answer["text"]:
+        start = text.find(answer["text"])
+        if start < 0:
+            return None
+    return start, start + len(answer["text"])
+
+
 def _faquad_example(n: int, qa: dict, paragraphs: list, para_words: list, keys: list, seed: int,
                     res_lower: set[str]) -> Example | None:
     ai, pi, text = paragraphs[n]
     source_id = "fq:" + str(qa.get("id") or short_hash(qa["question"]))
     rng = random.Random(f"{seed}:{source_id}:context")
-    ans = qa["answers"][0]
-    start = ans.get("answer_start", -1)
-    if text[start:start + len(ans["text"])] != ans["text"]:
-        start = text.find(ans["text"])
-        if start < 0:
-            return None
-    end = start + len(ans["text"])
+    span = answer_span(text, qa["answers"][0])
+    if span is None:
+        return None
+    start, end = span
     chunks = _faquad_chunks(ai, pi, text, rng)
     claims = []
     for a, b in sentence_spans(text):

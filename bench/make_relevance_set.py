@@ -273,12 +273,10 @@ def _faquad_pair(n: int, qa: dict, paragraphs: list, keys: list, pool: NearMisse
     source_id = "fq:" + str(qa.get("id") or gs.short_hash(qa["question"]))
     rng = random.Random(f"{seed}:{source_id}:relevance")
     ans = qa["answers"][0]
-    start = ans.get("answer_start", -1)
-    if text[start:start + len(ans["text"])] != ans["text"]:
-        start = text.find(ans["text"])
-        if start < 0:
-            return None
-    end = start + len(ans["text"])
+    span = gs.answer_span(text, ans)
+    if span is None:
+        return None
+    start, end = span
     chunks = gs._faquad_chunks(ai, pi, text, random.Random(f"{seed}:{keys[n]}:chunks"))
     relevant = []
     for a, b in gs.sentence_spans(text):

@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import hashlib
 import json
 import os
 import platform
@@ -56,21 +55,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
 if str(ROOT) not in sys.path:  # `python bench/peers.py` from a checkout without `pip install -e .`
     sys.path.insert(0, str(ROOT))
+if str(BENCH) not in sys.path:  # the sibling benches, when imported rather than run
+    sys.path.insert(0, str(BENCH))
 
-from graph import settings  # noqa: E402
-from graph.evaluation.datasets import DatasetError, load_dataset  # noqa: E402
-from graph.evaluation.ingest import EVAL_TENANT  # noqa: E402
-from graph.evaluation.metrics import aggregate, percentiles  # noqa: E402
-from graph.evaluation.runner import EvalError, base_context, run_retrieval, score_query  # noqa: E402
-from graph.indexing.ingest import IngestError  # noqa: E402
-from graph.policy import PolicyError  # noqa: E402
-from graph.providers.embeddings import get_embeddings  # noqa: E402
-from graph.providers.resources import get_resources  # noqa: E402
-from graph.providers.specs import ProviderError  # noqa: E402
-from graph.providers.vectorstore import CollectionError  # noqa: E402
+from latency import code_fingerprint
+
+from graph import settings
+from graph.evaluation.datasets import DatasetError, load_dataset
+from graph.evaluation.ingest import EVAL_TENANT
+from graph.evaluation.metrics import aggregate, percentiles
+from graph.evaluation.runner import EvalError, base_context, run_retrieval, score_query
+from graph.indexing.ingest import IngestError
+from graph.policy import PolicyError
+from graph.providers.embeddings import get_embeddings
+from graph.providers.resources import get_resources
+from graph.providers.specs import ProviderError
+from graph.providers.vectorstore import CollectionError
 
 # What each row is, in table order. The ragate rows come from the harness; the others are built here.
 SYSTEMS = {
@@ -283,17 +287,6 @@ def rounded(per_query: list[dict[str, float]], keys) -> dict[str, float | None]:
 
 
 # --- report ----------------------------------------------------------------------------------
-
-
-def code_fingerprint() -> str:
-    """Short hash of graph/, nodes/ and policies/ (as bench/latency.py): which code the figures belong to."""
-    h = hashlib.sha256()
-    for folder in ("graph", "nodes", "policies"):
-        for f in sorted((ROOT / folder).rglob("*")):
-            if f.is_file() and f.suffix in (".py", ".yaml"):
-                h.update(f.relative_to(ROOT).as_posix().encode())
-                h.update(f.read_bytes())
-    return h.hexdigest()[:12]
 
 
 def package_versions() -> dict[str, str]:
