@@ -379,6 +379,7 @@ class QuestionCues:
     compare: tuple[str, ...] = ()         # anywhere: the question sets two things side by side
     quantity_words: tuple[str, ...] = ()  # "which/what <budget>" asks for a value
     time_words: tuple[str, ...] = ()      # "which <year>" asks for a date or period
+    share_words: tuple[str, ...] = ()     # anywhere: the value asked is a percentage ("what share")
 
 
 @dataclass(frozen=True)

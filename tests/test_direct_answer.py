@@ -147,3 +147,12 @@ def test_which_asks_for_the_name_in_the_clause_of_its_noun(policy):
     ])
     # "region, up 19.3%" is not the region's value: the answer is the name its clause gives.
     assert found is not None and found.text == "Northeast" and found.method == "name"
+
+
+def test_a_share_question_is_answered_with_the_percentage(policy):
+    sentences = [("ch", "Of R$ 93,6 million in Q1 2026, the Acme app generated R$ 14.131.654,28 (15.1%) of revenue.")]
+    found = _answer(policy, "What share of Acme's Q1 2026 revenue came from the app?", "en", sentences)
+    assert found is not None and found.text == "15.1%"
+    # Without the share word the amount is what the app generated.
+    found = _answer(policy, "How much revenue came from the app in Q1 2026?", "en", sentences)
+    assert found is not None and found.text.startswith("R$ 14.131.654,28")

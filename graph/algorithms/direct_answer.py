@@ -198,14 +198,19 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
 
 
 def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tuple[int, int]]], method: str,
-                question: QuestionWords, floor: float, depth: int, focus: str | None) -> DirectAnswer | None:
+                question: QuestionWords, floor: float, depth: int, focus: str | None,
+                percent_only: bool = False) -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
-    first ("quanto cresceram": a sentence about growth before one that merely mentions sales)."""
+    first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
+    percentage when `percent_only` and the sentence has one."""
     about = question.held(focus) if focus else frozenset()
     ranked = sorted((c for c in candidates[:depth] if c.score >= floor),
                     key=lambda c: -c.score * (1.5 if about & c.terms else 1.0))
     for c in ranked:
         spans = find(c.text)
+        if percent_only:
+            # "What share came from the app": of "R$ 14,1 million (15.1%)" the share is the percentage.
+            spans = [sp for sp in spans if c.text[sp[0]:sp[1]].endswith("%")] or spans
         if spans:
             start, end = _nearest(spans, c.text, question)
             text = _value_phrase(c.text, start, end, question) if method == "value" else c.text[start:end].strip()
@@ -368,7 +373,8 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     one document must hold; `name_floor`: names are counted in the sentences scoring at least this share
     of the best one; `name_margin`: how much more the chosen name must weigh than the next one."""
     if form.kind == "how_much":
-        return _from_spans(candidates, _value_spans, "value", question, floor, depth, _focus_noun(form, question))
+        return _from_spans(candidates, _value_spans, "value", question, floor, depth, _focus_noun(form, question),
+                           form.wants_share)
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question))

@@ -41,6 +41,7 @@ class QuestionForm:
     cue: str = ""
     compares: bool = False
     focus: tuple[str, ...] = ()  # the words right after the cue ("o", "roas", "da", "campanha"), folded
+    wants_share: bool = False    # a share word anywhere: the value asked is a percentage
 
     @property
     def wants_short_answer(self) -> bool:
@@ -72,6 +73,7 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
     text = fold(question).strip()
     patterns = _cue_patterns(lexicon)
     compares = has_any_phrase(text, lexicon.compare)
+    wants_share = has_any_phrase(text, lexicon.share_words)
     clause_starts = {m.end() for m in _CLAUSE_START.finditer(text)}
     for start in (m.start() for m in _WORD.finditer(text)):
         for kind, cue, pattern in patterns:
@@ -87,5 +89,5 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
                     kind = "how_much"
                 elif has_any_phrase(window, lexicon.time_words):
                     kind = "when"
-            return QuestionForm(kind, cue, compares, after)
-    return QuestionForm("open", "", compares)
+            return QuestionForm(kind, cue, compares, after, wants_share)
+    return QuestionForm("open", "", compares, (), wants_share)
