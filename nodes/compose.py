@@ -36,7 +36,7 @@ from graph.algorithms.direct_answer import Candidate, DirectAnswer, QuestionWord
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import claim_sentences
 from graph.algorithms.question_form import question_form
-from graph.algorithms.text import Analyzer, citations_in, get_analyzer
+from graph.algorithms.text import YEAR, Analyzer, citations_in, get_analyzer
 from graph.context import Context
 from graph.policy import ComposeSettings
 from graph.prompts import llm_prompt, phrase, phrases
@@ -122,13 +122,12 @@ def answer_candidates(question: QuestionWords, chunks: list[Chunk]) -> list[Cand
     return rank_sentences(question, sentences)
 
 
-_YEAR = re.compile(r"(?<![\w.,])(?:19|20)\d\d(?![\w.,]\d)")
 
 
 def off_period(sentence: str, question: str) -> bool:
     """The question names years and the sentence speaks of other years only: another period."""
-    asked = set(_YEAR.findall(question))
-    said = set(_YEAR.findall(sentence))
+    asked = set(YEAR.findall(question))
+    said = set(YEAR.findall(sentence))
     return bool(asked and said and not asked & said)
 
 

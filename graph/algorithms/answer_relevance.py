@@ -45,6 +45,7 @@ from graph.algorithms.direct_answer import QuestionWords
 from graph.algorithms.groundedness import Source, extract_names, spelled_numbers, split_claims, template_pattern
 from graph.algorithms.question_form import question_form
 from graph.algorithms.text import (
+    YEAR,
     citations_in,
     extract_values,
     find_dates,
@@ -56,7 +57,6 @@ from graph.algorithms.text import (
 from graph.policy import Policy, RelevanceSettings
 from graph.prompts import all_templates, phrase
 
-_YEAR = re.compile(r"(?<![\w.,])(?:1[89]|20)\d\d(?![\w.,]\d)")
 _BULLET = re.compile(r"^\s*(?:[-*•]+|\d{1,3}[.)])\s+")
 # Claims with fewer content terms than this are not compared for redundancy ("Sim [d].").
 _MIN_REPEAT_TERMS = 3
@@ -218,10 +218,10 @@ def _opens_with_answer(kind: str, answer: str, question: str, language: str, pol
         return False
     if kind == "how_much":
         numbers = policy.languages.number_words.get(language, {})
-        return (any(not _YEAR.fullmatch(surface) for surface, _ in extract_values(opening))
+        return (any(not YEAR.fullmatch(surface) for surface, _ in extract_values(opening))
                 or bool(spelled_numbers(opening, {fold(w): v for w, v in numbers.items()})))
     if kind == "when":
-        return bool(_YEAR.search(opening) or find_dates(opening, policy.languages.months, {})
+        return bool(YEAR.search(opening) or find_dates(opening, policy.languages.months, {})
                     or any(re.search(rf"(?<!\w){re.escape(fold(m))}(?!\w)", folded)
                            for names in policy.languages.months.values() for m in names))
     if kind == "who":

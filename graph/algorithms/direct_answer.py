@@ -29,12 +29,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from graph.algorithms.question_form import QuestionForm
-from graph.algorithms.text import Analyzer, find_dates, fold, value_spans
+from graph.algorithms.text import YEAR, Analyzer, find_dates, fold, value_spans
 
 MAX_WORDS = 12
 _WORDS = re.compile(r"\w+", re.UNICODE)
 _CLAUSE_SPLIT = re.compile(r"\s*(?:[;:()]|,\s|\s[-–—]\s)\s*")
-_YEAR = re.compile(r"(?<![\w.,])(1[89]\d\d|20\d\d)(?![\w.,]\d)")
 # A name: capitalised words, joined by a short connector ("Bank of America", "Sam Bankman-Fried").
 _NAME = re.compile(r"(?<![\w-])(?:[A-ZÀ-Ý][\w'’&.-]*)(?:\s+(?:(?:of|de|da|do|dos|das|the|&|and|e)\s+)?[A-ZÀ-Ý][\w'’&.-]*)*",
                    re.UNICODE)
@@ -181,7 +180,7 @@ def _value_phrase(sentence: str, start: int, end: int, question: QuestionWords) 
 
 def _value_spans(sentence: str) -> list[tuple[int, int]]:
     """Amounts, counts and percentages; a bare year is a date, not an amount ("in 2025")."""
-    return [(a, b) for a, b in value_spans(sentence) if not _YEAR.fullmatch(sentence[a:b])]
+    return [(a, b) for a, b in value_spans(sentence) if not YEAR.fullmatch(sentence[a:b])]
 
 
 def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
@@ -190,7 +189,7 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
         return spans
     month_names = {fold(m) for names in months.values() for m in names}
     out = []
-    for m in _YEAR.finditer(sentence):
+    for m in YEAR.finditer(sentence):
         before = fold(sentence[max(0, m.start() - 12):m.start()]).split()
         start = m.start() - len(before[-1]) - 1 if before and before[-1].strip(",.") in month_names else m.start()
         out.append((max(0, start), m.end()))

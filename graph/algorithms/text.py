@@ -311,6 +311,10 @@ def strip_citations(text: str) -> str:
 # --- dates a question names ----------------------------------------------------------------
 
 
+# A year written alone: 1800–2099, not inside a longer number ("1.2025", "20256").
+YEAR = re.compile(r"(?<![\w.,])(?:1[89]|20)\d\d(?![\w.,]\d)")
+
+
 @dataclass(frozen=True)
 class DateMention:
     """A calendar date in a text, and how the text relates to it ("on", "before", "after")."""
