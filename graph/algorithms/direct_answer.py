@@ -1,8 +1,7 @@
 """The direct answer: what the question asks for, in at most a dozen words, from one cited sentence.
 
 The composer opens its answer with it (nodes/compose.py); `ragate eval answers` scores it alone. It
-is extracted, never written: a value, a date, a name or a clause of a retrieved sentence, or yes/no
-decided from what the retrieved sentences support. When the evidence does not support one, there is
+is extracted, never written: a value, a date or a name from a retrieved sentence, or yes/no decided from what the retrieved sentences support. When the evidence does not support one, there is
 none (`None`): a wrong direct answer is worse than no direct answer.
 
 Sentences are ranked by how much of the question they hold — the IDF weight of the question's terms
@@ -10,13 +9,14 @@ they contain, scaled by their chunk's rerank score — and, when a relevance mod
 cross-encoder for English), by its score of the sentence against the question. Then, by the
 question's form (graph/algorithms/question_form.py):
 
-- how_much / when: the best sentence holding a value / a date; the answer is the clause around the
-  one nearest the question's own words;
-- who / which: the name (a run of capitalised words) that the best sentences mention most, weighted
-  by their rank, and that the question does not already name;
-- yes_no: "yes" when every part of the question is held by some retrieved sentence, with the
-  question's polarity; "no" when a part is held with the opposite polarity (a negation on one side
-  only); otherwise none;
+- how_much / when: the best sentence holding a value / a date; the answer is the one the question's
+  own words point at, a value with its currency and unit (a percentage for a share question);
+- who / which: a measure the question names with its value ("ROAS 4,2"), else the name (a run of
+  capitalised words) the sentences near the question mention most, that the question does not name
+  itself, that clearly outweighs the next and that one of the best sentences holds;
+- yes_no: "yes" when every part of the question is held by one retrieved document, with the
+  question's polarity; "no" when a part is so held with the opposite polarity (a negation on one
+  side only); otherwise none;
 - open: none (an explanation has no dozen-word answer); the supporting points answer it.
 """
 
@@ -53,7 +53,7 @@ class Candidate:
 @dataclass(frozen=True)
 class DirectAnswer:
     """The short answer (`text`, no citation markers), the documents it comes from, and how it was
-    found (`method`: value, date, name, clause, yes, no)."""
+    found (`method`: value, date, name, yes, no)."""
 
     text: str
     doc_ids: tuple[str, ...]
@@ -110,22 +110,6 @@ def rank_sentences(question: QuestionWords, sentences: Sequence[tuple[str, str, 
         out.append(Candidate(doc_id, text, held[i], score, rank))
     out.sort(key=lambda c: (-c.score, c.rank))
     return out
-
-
-def _clause_around(sentence: str, start: int, end: int) -> str:
-    """The clause of `sentence` holding [start, end), with the piece before it when it is a bare value
-    ("Nordeste, 6,8"). Longer than MAX_WORDS, it ends at the value: its subject comes before it."""
-    cuts = list(_CLAUSE_SPLIT.finditer(sentence))
-    lefts = [0] + [m.end() for m in cuts if m.end() <= start]
-    left = lefts[-1]
-    if len(sentence[left:end].split()) < 3 and len(lefts) > 1:
-        left = lefts[-2]
-    right = min((m.start() for m in cuts if m.start() >= end), default=len(sentence))
-    clause = sentence[left:right].strip().rstrip(".")
-    if len(clause.split()) <= MAX_WORDS:
-        return clause
-    upto = sentence[left:end].split()
-    return " ".join(upto[-MAX_WORDS:])
 
 
 def _nearest(spans: list[tuple[int, int]], sentence: str, question: QuestionWords) -> tuple[int, int]:

@@ -24,7 +24,6 @@ from graph.policy import QuestionCues
 
 # What the direct answer must be, for each kind.
 KINDS = ("how_much", "when", "who", "which", "yes_no", "open")
-_CUE_KINDS = ("how_much", "when", "who", "which", "yes_no", "open")
 # Words looked at after a which/open cue for a quantity or time word ("what is the total budget").
 _FOCUS_WINDOW = 4
 _CLAUSE_START = re.compile(r"(?:^|[,;:()]\s*|\?\s+)(?=\w)", re.UNICODE)
@@ -52,7 +51,7 @@ class QuestionForm:
 def _cue_patterns(cues: QuestionCues) -> tuple[tuple[str, str, re.Pattern[str]], ...]:
     """(kind, cue, pattern anchored at a position) for every cue, longest first."""
     out = []
-    for kind in _CUE_KINDS:
+    for kind in KINDS:
         for cue in getattr(cues, kind):
             words = fold(cue).split()
             if words:
