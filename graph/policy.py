@@ -227,6 +227,18 @@ class ModelRerankSettings:
 
 
 @dataclass(frozen=True)
+class CrossLingual:
+    """How the embedded reranker weighs a question whose nearest chunks are in another language. Words
+    cannot match across languages, so there the lexical signals only ever favour the question's own
+    language: their weight is scaled by the share of the question's language among its `neighbours`
+    most similar chunks (never below `lexical_floor`), the dense weight takes the rest, and a chunk in
+    another language counts its dense relevance as its lexical one (evidence missing, not against)."""
+
+    neighbours: int = field(default=10, metadata=_POSITIVE)
+    lexical_floor: float = field(default=0.5, metadata=_SHARE)
+
+
+@dataclass(frozen=True)
 class RelevanceModelSettings:
     """How the rerank step uses one kind of relevance model."""
 
@@ -264,6 +276,7 @@ class RerankSettings:
 
     diversity: Diversity = Diversity()
     boosts: Boosts = Boosts()
+    cross_lingual: CrossLingual = CrossLingual()
 
 
 # --- compose and judge --------------------------------------------------------------------------
@@ -300,6 +313,9 @@ class DirectAnswerSettings:
     max_points: int = field(default=3, metadata=_POSITIVE)
     # A supporting point holds at least this share of the best sentence's score (the rest is off-topic).
     point_floor: float = field(default=0.5, metadata=_SHARE)
+    # An open question whose words are at least this share its best document's title ("What does the
+    # 2026 winter playbook recommend?") asks what that document says: its sentences, in its order.
+    document_share: float = field(default=0.6, metadata=_SHARE)
 
 
 @dataclass(frozen=True)

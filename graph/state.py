@@ -52,6 +52,11 @@ class RouteRecord(TypedDict, total=False):
     disabled_reason: str
 
 
+# The engine flag a chunk carries when its `language` is not the question's (set by retrieve for the
+# collections not wholly in the question's language, read by rerank).
+OTHER_LANGUAGE_FLAG = "other_language"
+
+
 class Chunk(TypedDict, total=False):
     """A retrieved chunk. `scores` explains its ranking: dense, lexical, fused, rerank, boosts.
     `content` and the full `metadata` are filled in by rerank for the chunks it keeps."""
@@ -59,7 +64,7 @@ class Chunk(TypedDict, total=False):
     id: str                    # "<docId>#<chunk index>"
     pointId: str               # the engine's point id
     matchedTerms: list[int]    # lexical term ids of the original question that the chunk holds
-    flags: list[str]           # rerank boosts whose conditions the chunk meets (decided by the engine)
+    flags: list[str]           # rerank boosts and OTHER_LANGUAGE_FLAG whose conditions it meets (engine-decided)
     docId: str
     assetId: str
     assetName: str

@@ -25,10 +25,11 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from string import Template
 from typing import Any
 
+import numpy as np
 from langgraph.runtime import Runtime
 
 from graph.algorithms.decomposition import split_question
@@ -38,7 +39,7 @@ from graph.algorithms.passages import claim_sentences
 from graph.algorithms.question_form import question_form
 from graph.algorithms.text import YEAR, Analyzer, citations_in, get_analyzer
 from graph.context import Context
-from graph.policy import ComposeSettings
+from graph.policy import ComposeSettings, DenseCalibration
 from graph.prompts import llm_prompt, phrase, phrases
 from graph.providers.chat import chat_model
 from graph.providers.resources import embeddings_for
@@ -115,13 +116,35 @@ def _cite(sentence: str, doc_ids: Sequence[str]) -> str:
     return f"{body.rstrip()} {marks}{end}"
 
 
-def answer_candidates(question: QuestionWords, chunks: list[Chunk]) -> list[Candidate]:
-    """Every quotable sentence of the relevant chunks, ranked by its share of the question (best first)."""
-    sentences = [(chunk["docId"], sentence, rank, chunk["rerankScore"])
-                 for rank, chunk in enumerate(chunks) for _, sentence in claim_sentences(chunk["content"])]
-    return rank_sentences(question, sentences)
+def answer_candidates(question: QuestionWords, chunks: list[Chunk],
+                      relevance: Callable[[list[str]], list[float]] | None = None) -> list[Candidate]:
+    """Every quotable sentence of the relevant chunks, ranked by its share of the question (best first),
+    averaged with `relevance` (each sentence's meaning-based relevance, 0–1) when given; then a sentence
+    in another language than the question is ranked by meaning alone."""
+    rows = [(chunk["docId"], sentence, rank, chunk["rerankScore"], in_another_language(chunk, question.language))
+            for rank, chunk in enumerate(chunks) for _, sentence in claim_sentences(chunk["content"])]
+    return rank_sentences(question, [r[:4] for r in rows], relevance, [r[4] for r in rows])
 
 
+def in_another_language(chunk: Chunk, language: str) -> bool:
+    """The chunk's text is in another language than the question (its metadata says which)."""
+    return ((chunk.get("metadata") or {}).get("language") or language) != language
+
+
+def meaning_relevance(question: str, embeddings: Any,
+                      calibration: DenseCalibration) -> Callable[[list[str]], list[float]]:
+    """Each sentence's relevance to the question by meaning: the multilingual sentence embedder's cosine,
+    scaled 0–1 like the reranker's dense signal (`calibration`). Words cannot match across languages,
+    so this is how an English question finds its answer in a Portuguese sentence, and the reverse."""
+    span = max(1e-9, calibration.ceiling - calibration.floor)
+
+    def score(texts: list[str]) -> list[float]:
+        q = np.asarray(embeddings.embed_query(question), dtype=np.float64)
+        m = np.asarray(embeddings.embed_documents(texts), dtype=np.float64).reshape(len(texts), -1)
+        cosine = (m @ q) / np.maximum(1e-9, np.linalg.norm(m, axis=1) * np.linalg.norm(q))
+        return [min(1.0, max(0.0, (c - calibration.floor) / span)) for c in cosine.tolist()]
+
+    return score
 
 
 def off_period(sentence: str, question: str) -> bool:
@@ -133,19 +156,23 @@ def off_period(sentence: str, question: str) -> bool:
 
 def select_points(candidates: list[Candidate], question: str, max_points: int, max_chars: int,
                   point_floor: float, first: Candidate | None = None,
-                  given: dict[str, frozenset[int]] | None = None) -> list[Candidate]:
+                  given: dict[str, frozenset[int]] | None = None, by_meaning: bool = False) -> list[Candidate]:
     """The sentences that address the question, greedily: each pick adds the most IDF weight of question
     words not yet covered (covered ones count a third). A sentence below `point_floor` of the best
     one's score, of another period than the question names, or adding no new word is left out: it
     shares words with the question without answering it. `given`: per document, the question words
     its title already names ("playbook de inverno 2026"), which its sentences get no credit for.
-    `first` (the direct answer's sentence) leads."""
+    `first` (the direct answer's sentence) leads. `by_meaning` (the candidates are scored by meaning, not
+    only by words, because the evidence is in another language): words cannot say what a sentence adds
+    there, so the points are the best-scoring sentences, each once."""
     given = given or {}
     pool = [c for c in candidates if not off_period(c.text, question)]
     if not pool:
         return [first] if first else []
     best_score = pool[0].score
     pool = [c for c in pool if c.score >= point_floor * best_score]
+    if by_meaning:
+        return take_in_order(pool, max_points, max_chars, [first] if first else [])
     n = len(candidates)
     words = set().union(*(c.terms for c in candidates))
     idf = {i: math.log(1 + n / (1 + sum(1 for c in candidates if i in c.terms))) for i in words}
@@ -204,12 +231,15 @@ def direct_text(found: DirectAnswer | None, language: str) -> str | None:
 
 
 def extractive_answer(question: str, sub_queries: list[str], language: str, chunks: list[Chunk], analyzer: Analyzer,
-                      policy) -> tuple[list[str], DirectAnswer | None]:
+                      policy, relevance: Callable[[list[str]], list[float]] | None = None,
+                      ) -> tuple[list[str], DirectAnswer | None]:
     """The deterministic answer: the direct answer first (when the evidence gives one), then only the
-    points that support it or answer another part of the question, then the parts nothing covers."""
+    points that support it or answer another part of the question, then the parts nothing covers.
+    `relevance` (`meaning_relevance`, for evidence in another language): sentences are ranked and
+    chosen by meaning as well as by words."""
     cfg = policy.compose
     words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language)
-    candidates = answer_candidates(words, chunks)
+    candidates = answer_candidates(words, chunks, relevance)
     if not candidates:
         return [], None
     form = question_form(question, language, policy.languages.question_cues)
@@ -224,10 +254,12 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     # A short answer needs a point per part of the question; an explanation may take more.
     max_points = (min(cfg.direct.max_points, len(parts) + 1) if form.wants_short_answer
                   else cfg.max_sentences)
-    titles = {c["docId"]: words.held(str((c.get("metadata") or {}).get("header") or c.get("assetName") or ""))
-              for c in chunks}
-    picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
-                           first, titles)
+    titles = {c["docId"]: words.held(_title(c)) for c in chunks}
+    if form.kind == "open" and len(titles[chunks[0]["docId"]]) >= cfg.direct.document_share * len(words):
+        picked = document_points(candidates, chunks[0], question, max_points, cfg.max_answer_chars)
+    else:
+        picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
+                               first, titles, by_meaning=relevance is not None)
     if source and first is None:
         picked = [c for c in picked if c is not source]
     lines: list[str] = []
@@ -239,10 +271,42 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     elif found is None:
         picked.sort(key=lambda c: (c.rank, order[id(c)]))
     lines += [f"- {_cite(c.text, [c.doc_id])}" for c in picked]
-    missing = uncovered_parts(parts, chunks, language, analyzer)
+    # Across languages no word of a part can be found, said or not: only same-language evidence names one.
+    missing = uncovered_parts(parts, chunks, language, analyzer) if relevance is None else []
     if missing:
         lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]
     return lines, found
+
+
+def _title(chunk: Chunk) -> str:
+    """The chunk's title line (title | source | date), else its asset's name."""
+    return str((chunk.get("metadata") or {}).get("header") or chunk.get("assetName") or "")
+
+
+def document_points(candidates: list[Candidate], chunk: Chunk, question: str, max_points: int,
+                    max_chars: int) -> list[Candidate]:
+    """A question about a document ("What does the 2026 winter playbook recommend?") is answered by what
+    the document says: its chunk's sentences in their order, none of another period than the question
+    names, within the answer's size."""
+    own = [c for c in candidates if c.rank == 0 and c.doc_id == chunk["docId"] and not off_period(c.text, question)]
+    own.sort(key=lambda c: chunk["content"].find(c.text))
+    return take_in_order(own, max_points, max_chars)
+
+
+def take_in_order(candidates: list[Candidate], max_points: int, max_chars: int,
+                  picked: list[Candidate] | None = None) -> list[Candidate]:
+    """The candidates in their order after those `picked` already, each text once, up to `max_points`
+    and `max_chars` (the first one whatever its size)."""
+    picked = list(picked or [])
+    used = sum(len(c.text) for c in picked)
+    for c in candidates:
+        if len(picked) >= max_points:
+            break
+        if any(c.text == p.text for p in picked) or (used + len(c.text) > max_chars and picked):
+            continue
+        picked.append(c)
+        used += len(c.text)
+    return picked
 
 
 def _part_of(c: Candidate, parts: list[str], words: QuestionWords) -> int:
@@ -329,6 +393,31 @@ def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: li
     if unknown:
         return None, f"chat model answer cites ids that were not retrieved ({', '.join(unknown[:5])})"
     return answer, None
+
+
+def cross_lingual_relevance(question: str, language: str, chunks: list[Chunk], policy, ctx: Context,
+                            notes: list[str]) -> Callable[[list[str]], list[float]] | None:
+    """`meaning_relevance` when the best chunk is in another language than the question, else None (words
+    do the work). With no sentence embedder the answer stays lexical, and `notes` say so."""
+    if not chunks or not in_another_language(chunks[0], language):
+        return None
+    try:
+        embeddings = embeddings_for(ctx)
+        score = meaning_relevance(question, embeddings, policy.rerank.for_model(embeddings.model_name).dense_calibration)
+    except Exception as exc:
+        notes.append(f"compose: sentence embedder unavailable ({failure_reason(exc)}); evidence in another "
+                     "language ranked by words only")
+        return None
+
+    def guarded(texts: list[str]) -> list[float]:
+        try:
+            return score(texts)
+        except Exception as exc:  # a failing embedder must not cost the answer: words alone rank
+            notes.append(f"compose: sentence embedder failed ({failure_reason(exc)}); evidence in another "
+                         "language ranked by words only")
+            return [0.0] * len(texts)
+
+    return guarded
 
 
 def draft_failures(draft: str, chunks: list[Chunk], language: str, policy, ctx: Context,
@@ -421,7 +510,8 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
             if problem:
                 errors.append(f"compose: {problem}; extractive answer")
         extractive, found = extractive_answer(question, state.get("sub_queries") or [], language, relevant,
-                                              analyzer, policy)
+                                              analyzer, policy, cross_lingual_relevance(question, language, relevant,
+                                                                                        policy, ctx, errors))
         if written:
             # The model's draft is shown as it streamed; `direct_answer` stays the deterministic one,
             # taken from the evidence (the prompt asks the model to open with it too).

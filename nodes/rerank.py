@@ -28,7 +28,7 @@ from graph.algorithms.fusion import fused_ids
 from graph.algorithms.passages import best_window
 from graph.algorithms.text import get_analyzer, instruction_matcher, strip_instructions
 from graph.context import Context
-from graph.policy import ModelRerankSettings, RerankSettings
+from graph.policy import ModelRerankSettings, RerankSettings, RerankWeights
 from graph.providers.relevance import choose_relevance, relevance_scorer
 from graph.providers.resources import bounded_index
 from graph.providers.specs import failure_reason
@@ -36,7 +36,7 @@ from graph.providers.vectorstore import VectorIndex, payload_passes_gates
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
-from graph.state import Chunk, State
+from graph.state import OTHER_LANGUAGE_FLAG, Chunk, State
 
 
 def term_weights(question_terms: set[int], chunk_terms: list[set[int]]) -> dict[int, float]:
@@ -51,12 +51,25 @@ def lexical_coverage(weights: dict[int, float], terms: set[int]) -> float:
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
+def question_language_share(chunks: list[Chunk], neighbours: int) -> float | None:
+    """The share of the question's language among the `neighbours` chunks most similar to it (the
+    engine's language-neutral signal); None when the engine gave no similarity (no dense search)."""
+    nearest = sorted((c for c in chunks if c.get("similarity")), key=lambda c: -c["similarity"])[:neighbours]
+    if not nearest:
+        return None
+    return 1.0 - sum(OTHER_LANGUAGE_FLAG in (c.get("flags") or ()) for c in nearest) / len(nearest)
+
+
 def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettings,
                 by_collection: dict[str, ModelRerankSettings] | None = None) -> list[Chunk]:
     """Relevance before boosts, best first. `by_collection`: each collection's weights and cosine scale
-    (its embedding model's; the policy's defaults for a collection not given)."""
+    (its embedding model's; the policy's defaults for a collection not given). When the question's
+    nearest chunks are partly in another language, the lexical weights shrink to that share and such
+    chunks count their dense relevance as lexical (`rerank.cross_lingual`)."""
     default = ModelRerankSettings(cfg.weights, cfg.dense_calibration)
     by_collection = by_collection or {}
+    share = question_language_share(chunks, cfg.cross_lingual.neighbours)
+    lexical_scale = 1.0 if share is None else max(cfg.cross_lingual.lexical_floor, share)
     # Which question terms each chunk holds was answered by the engine's lexical index.
     c_terms = [set(c.get("matchedTerms") or ()) for c in chunks]
     idf = term_weights(question_terms, c_terms)
@@ -75,8 +88,15 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
         # the chunk's coverage of the question's terms, a best match on one stray word stays low.
         bm25 = (chunk["scores"].get("lexical") or 0.0) / best_bm25 * lexical
         scores = dict(chunk["scores"], dense_relevance=dense, lexical_relevance=lexical, fused_relevance=fused,
-                      bm25_relevance=bm25,
-                      rerank_base=w.dense * dense + w.lexical * lexical + w.bm25 * bm25 + w.fused * fused)
+                      bm25_relevance=bm25)
+        if lexical_scale < 1.0:
+            if OTHER_LANGUAGE_FLAG in (chunk.get("flags") or ()):
+                lexical, bm25 = max(lexical, dense), max(bm25, dense)
+            moved = (w.lexical + w.bm25) * (1.0 - lexical_scale)
+            w = RerankWeights(dense=w.dense + moved, lexical=w.lexical * lexical_scale, bm25=w.bm25 * lexical_scale,
+                              fused=w.fused)
+            scores["question_language_share"] = share
+        scores["rerank_base"] = w.dense * dense + w.lexical * lexical + w.bm25 * bm25 + w.fused * fused
         out.append(dict(chunk, scores=scores))
     out.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
     return out

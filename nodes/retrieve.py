@@ -41,7 +41,7 @@ from graph.providers.vectorstore import DataFolderBusy, SearchHit, TenantRequire
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
-from graph.state import Chunk, RetrieveTask, SearchResult, State
+from graph.state import OTHER_LANGUAGE_FLAG, Chunk, RetrieveTask, SearchResult, State
 
 
 def fan_out(state: State) -> list[Send]:
@@ -156,12 +156,22 @@ def _dimension_problem(index, collection: str, vector: list[float] | None) -> st
     return None
 
 
+def _collection_language(index, collection: str) -> str | None:
+    """The language the collection's manifest records for all its text ("mixed", or None when unknown)."""
+    try:
+        return ((getattr(index, "manifest", None) or (lambda _: None))(collection) or {}).get("language")
+    except Exception:  # the search itself will fail, and say why
+        return None
+
+
 def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, tuple], by_question: bool, sparse, filters,
-            question_terms, boost_flags, limit: int, kind: str, sub_query: str, problems: list[str]) -> SearchResult:
+            question_terms, boost_flags, other_languages: list[str], language: str, limit: int, kind: str,
+            sub_query: str, problems: list[str]) -> SearchResult:
     """One search (every collection of the route): the dense and the lexical list, as the mode keeps them.
     `vectors` are each collection's (question, sub-query) vectors; `by_question`: the dense list is
-    searched with the question's (a scoped search). Degradations (a vector the collection cannot take,
-    malformed hits) are added to `problems`."""
+    searched with the question's (a scoped search). A collection not wholly in the question's `language`
+    (its manifest says) also has the engine flag its chunks in `other_languages`. Degradations (a vector
+    the collection cannot take, malformed hits) are added to `problems`."""
     dense_lists, lexical_lists = [], []
     for collection in rag["collections"]:
         question_vector, sub_query_vector = vectors.get(collection, (None, None))
@@ -170,8 +180,11 @@ def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, tuple], by_que
         if problem := _dimension_problem(index, collection, dense_vector or question_vector):
             problems.append(problem)
             dense_vector = similarity_to = None
+        flags = boost_flags
+        if other_languages and _collection_language(index, collection) != language:
+            flags = {**boost_flags, OTHER_LANGUAGE_FLAG: {"language": other_languages}}
         found = index.search(collection, dense=dense_vector, sparse=sparse, tenant=ctx.tenant, filters=filters,
-                             limit=limit, similarity_to=similarity_to, match_terms=question_terms, flags=boost_flags)
+                             limit=limit, similarity_to=similarity_to, match_terms=question_terms, flags=flags)
         dense, lexical = found if isinstance(found, (list, tuple)) and len(found) == 2 else ([], found)
         dense_lists.append((collection, well_formed(dense, problems)))
         lexical_lists.append((collection, well_formed(lexical, problems)))
@@ -212,8 +225,10 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
             filters.update(_mentions(mentioned_filters, task["sub_query"], policy, rag, ctx.tenant, index, problems) or {})
         vectors = _collection_vectors(ctx, index, rag["collections"], task["question"], task["sub_query"], problems)
         common = dict(vectors=vectors, question_terms=sorted(analyzer.terms(task["question"], language)),
-                      # The engine marks which chunks each rerank boost applies to, while it has them at hand.
+                      # The engine marks which chunks each rerank boost applies to while it has them at hand.
                       boost_flags={n: c for n, (_, c) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {},
+                      other_languages=[lang for lang in policy.languages.markers if lang != language],
+                      language=language,
                       limit=int(rag["profile"]["k"]), problems=problems)
         results[key] = _search(ctx, index, rag, by_question=False,
                                sparse=analyzer.query_vector(task["sub_query"], language), filters=filters,

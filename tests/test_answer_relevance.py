@@ -243,3 +243,15 @@ def test_a_bad_relevant_label_refuses_the_file_naming_the_line(tmp_path, capsys,
         load_items(src)
     assert cli_main(["eval", "groundedness", "--input", str(src), "--home", str(tmp_path / "h")]) == 2
     assert "line 2: field 'relevant' must be 1 (answers the question) or 0 (does not)" in capsys.readouterr().err
+
+
+def test_evidence_in_another_language_is_not_called_off_topic(policy):
+    # Words cannot match across languages: an English question answered from a Portuguese source is
+    # not judged by them (retrieval and the composer chose that source by meaning).
+    question = "How much revenue did Natura report in 2024?"
+    answer = "A Natura registrou receita de R$ 7,2 bilhões em 2024 [p1]."
+    assert answer_relevance(question, answer, PT + EN, "en", policy) is None
+    assert judge_answer(answer, PT + EN, language="en", coverage="medium", policy=policy,
+                        question=question)["final_decision"] == "OK"
+    # The same answer in the question's language is judged as before.
+    assert answer_relevance("Qual foi a receita da Natura em 2024?", answer, PT, "pt", policy) is not None

@@ -156,3 +156,58 @@ def test_a_share_question_is_answered_with_the_percentage(policy):
     # Without the share word the amount is what the app generated.
     found = _answer(policy, "How much revenue came from the app in Q1 2026?", "en", sentences)
     assert found is not None and found.text.startswith("R$ 14.131.654,28")
+
+
+def test_a_date_the_question_names_is_no_answer(policy):
+    assert _answer(policy, "When will the 2026 winter collection launch?", "en", [
+        ("a", "The rollout to all categories is planned for the winter 2026 launch."),
+    ]) is None
+    found = _answer(policy, "When will the 2026 winter collection launch?", "en", [
+        ("a", "The winter 2026 collection will launch on 27 April 2026."),
+    ])
+    assert found is not None and "27 April" in found.text
+
+
+# --- evidence in another language ----------------------------------------------------------------
+
+
+def test_sentences_in_another_language_are_ranked_by_meaning(policy):
+    words = QuestionWords("How much did winter sales grow in 2025?", get_analyzer(policy), "en")
+    sentences = [("bi", "A temporada de inverno 2025 cresceu 7,9% sobre 2024.", 0, 0.8),
+                 ("regional", "The South grew 11.0%, pulling winter sales forward.", 1, 0.6)]
+    by_words = rank_sentences(words, sentences)
+    assert by_words[0].doc_id == "regional"
+    meaning = {sentences[0][1]: 0.7, sentences[1][1]: 0.3}
+    ranked = rank_sentences(words, sentences, lambda texts: [meaning[t] for t in texts], [True, False])
+    assert ranked[0].doc_id == "bi" and ranked[0].wordless and not ranked[1].wordless
+    # Words cannot say which of its values the question asks for: no direct answer, rather than the
+    # English sentence's 11.0% (the South's growth, not the season's).
+    form = question_form("How much did winter sales grow in 2025?", "en", policy.languages.question_cues)
+    cfg = policy.compose.direct
+    assert direct_answer("How much did winter sales grow in 2025?", form, [], ranked, words,
+                         months=policy.languages.months, negations=policy.languages.negations["en"],
+                         floor=cfg.sentence_floor, depth=cfg.depth, part_floor=cfg.part_floor) is None
+
+
+def test_english_question_over_the_portuguese_playbook_lists_what_it_says(ask):
+    state = ask("What does the 2026 winter campaign playbook recommend?")
+    assert state["citations_used"][0] == "acme-playbook-inverno-2026"
+    points = [line for line in state["answer"].splitlines() if line.startswith("- ")]
+    assert len(points) >= 4 and all("[acme-playbook-inverno-2026]" in p for p in points), state["answer"]
+    assert "3,9 milhões" in state["answer"]
+    assert state["verdict"]["final_decision"] == "OK", state["verdict"]
+
+
+def test_question_about_a_document_is_answered_with_what_it_says(ask):
+    state = ask("O que recomenda o playbook da campanha de inverno 2026?")
+    points = [line for line in state["answer"].splitlines() if line.startswith("- ")]
+    assert len(points) >= 4 and all("[acme-playbook-inverno-2026]" in p for p in points), state["answer"]
+    assert state["verdict"]["final_decision"] == "OK", state["verdict"]
+
+
+def test_portuguese_question_over_an_english_document(ask):
+    state = ask("Qual é a taxa de devolução online da Acme e o principal motivo das devoluções?")
+    assert state["citations_used"] == ["acme-ops-returns-2026"]
+    assert "9.8%" in state["answer"] and "size and fit" in state["answer"]
+    # Its words cannot be looked for in English text: no part is named as missing for that.
+    assert "não cobrem" not in state["answer"]

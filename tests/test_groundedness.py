@@ -265,3 +265,13 @@ def test_a_real_value_said_of_something_else_is_out_of_context(policy):
     for faithful in ("O CPC médio da campanha foi de R$ 1,85 [d1].", "A campanha teve CPC de R$ 1,85 e CTR de 3,4% [d1].",
                      "O ROAS foi 4,2 [d1]."):  # too little context to judge: skipped
         assert checker.values_out_of_context(faithful, src, "pt", 0.3) == [], faithful
+
+
+def test_a_quoted_sentence_is_read_in_its_own_language(policy):
+    # An English answer quoting a Portuguese source: "no app" is "in the app" there, not a negation.
+    src = [Source("pt", "A coleção será lançada em 27 de abril de 2026, com acesso antecipado no app e no TikTok "
+                        "Shop.", "pt#0")]
+    v = verdict(policy, "A coleção será lançada em 27 de abril de 2026, com acesso antecipado no app e no TikTok "
+                        "Shop [pt].", sources=src, language="en")
+    assert not any(c["negation_flip"] for c in v["checks"]), reasons(v)
+    assert v["final_decision"] == "OK", reasons(v)

@@ -1,5 +1,5 @@
-"""retrieve / rrf: Reciprocal Rank Fusion by hand, dedupe, a really parallel fan-out, and
-performance injection."""
+"""retrieve / rrf: Reciprocal Rank Fusion by hand, dedupe, a really parallel fan-out,
+performance injection, and the reranker's weighing of questions over text in another language."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ import pytest
 import nodes.retrieve as retrieve_mod
 from graph.algorithms.fusion import RRF_K, reciprocal_rank_fusion
 from graph.indexing.ingest import render_performance_snapshot
+from graph.policy import RerankSettings, load_policy
 from graph.providers.embeddings import get_embeddings
 from graph.providers.resources import Resources
 from graph.providers.vectorstore import open_index, point_id
+from graph.state import OTHER_LANGUAGE_FLAG
+from nodes.rerank import base_scores
 from nodes.rrf import rrf
 
 
@@ -237,3 +240,50 @@ def test_recency_boost_moves_with_the_current_year(ask, corpus):
         for doc_id in boosted:
             meta = corpus.docs["acme"][doc_id]["metadata"]
             assert str(meta.get("version") or meta.get("date")).startswith(str(year))
+
+
+# --- questions in one language over text in another ---------------------------------------------
+
+
+def _candidate(cid: str, similarity: float, terms: list[int], bm25: float, same_language: bool) -> dict:
+    return {"id": cid, "pointId": cid, "collection": "documents", "similarity": similarity, "matchedTerms": terms,
+            "flags": [] if same_language else [OTHER_LANGUAGE_FLAG],
+            "scores": {"fused": 0.03, "lexical": bm25}}
+
+
+def test_other_language_chunk_is_ranked_by_meaning_when_the_neighbours_are_mixed():
+    # An English question; the chunk that answers it is Portuguese (dense 0.8, no word in common), an
+    # English one only shares its words. Half of the nearest chunks are in the question's language.
+    answer = _candidate("pt-answer", 0.50, [], 0.0, same_language=False)
+    words_only = _candidate("en-words", 0.11, [1, 2, 3], 9.0, same_language=True)
+    others = [_candidate(f"n{i}", 0.2, [1], 1.0, same_language=i % 2 == 0) for i in range(8)]
+    settings = load_policy().rerank  # the shipped weights for USE's collections: lexical-heavy
+    ranked = base_scores({1, 2, 3, 4}, [words_only, answer, *others], settings)
+    assert ranked[0]["id"] == "pt-answer"
+    assert ranked[0]["scores"]["question_language_share"] == 0.5
+    # Without the language flags the same numbers rank the word match first: the flags made the difference.
+    for c in (answer, words_only, *others):
+        c["flags"] = []
+    assert base_scores({1, 2, 3, 4}, [words_only, answer, *others], settings)[0]["id"] == "en-words"
+
+
+def test_one_language_questions_keep_their_scores():
+    settings = RerankSettings()
+    chunks = [_candidate(f"c{i}", 0.1 * i, [1, 2][: i % 3], float(i), same_language=True) for i in range(1, 7)]
+    before = {c["id"]: c["scores"]["rerank_base"] for c in base_scores({1, 2}, [dict(c) for c in chunks], settings)}
+    w = settings.weights
+    for c in base_scores({1, 2}, chunks, settings):
+        s = c["scores"]
+        assert "question_language_share" not in s
+        assert s["rerank_base"] == pytest.approx(w.dense * s["dense_relevance"] + w.lexical * s["lexical_relevance"]
+                                                 + w.bm25 * s["bm25_relevance"] + w.fused * s["fused_relevance"])
+        assert s["rerank_base"] == before[c["id"]]
+    # No dense search (no similarity, no flags): nothing to compare languages by, scores unchanged.
+    lexical_only = [dict(c, similarity=0.0, flags=[OTHER_LANGUAGE_FLAG]) for c in chunks]
+    assert all("question_language_share" not in c["scores"] for c in base_scores({1, 2}, lexical_only, settings))
+
+
+def test_english_question_finds_the_portuguese_playbook(ask):
+    state = ask("What does the 2026 winter campaign playbook recommend?")
+    assert state["reranked"][0]["docId"] == "acme-playbook-inverno-2026"
+    assert "acme-playbook-inverno-2026" in state["citations_used"]

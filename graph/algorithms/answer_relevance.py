@@ -47,6 +47,7 @@ from graph.algorithms.question_form import question_form
 from graph.algorithms.text import (
     YEAR,
     citations_in,
+    detect_language,
     extract_values,
     find_dates,
     fold,
@@ -121,12 +122,19 @@ def answer_claims(answer: str) -> list[str]:
 def answer_relevance(question: str, answer: str, sources: Sequence[Source], language: str, policy: Policy, *,
                      scorer: Any = None, direct_answer: str | None = None) -> AnswerRelevance | None:
     """How well `answer` addresses `question` (module docstring), or None when that cannot be told:
-    no question, no claim, or no source holding any of the question's words. `scorer` (optional): a
+    no question, no claim, every cited source in another language than the question, or no source
+    holding any of the question's words. `scorer` (optional): a
     `RelevanceScorer` (graph/providers/relevance.py) whose score of each part against the claims is
     blended in; `direct_answer`: the short answer the composer opened with, if any."""
     cfg = policy.judge.relevance
     claims = answer_claims(answer)
     if not question.strip() or not claims:
+        return None
+    cited_sources = [src for src in sources if src.doc_id in set(citations_in(answer))]
+    if cited_sources and all(detect_language(src.text, policy.languages.markers, language) != language
+                             for src in cited_sources):
+        # The answer quotes evidence in another language: words cannot tell whether it addresses the
+        # question (retrieval and the composer chose it by meaning), so no relevance is claimed.
         return None
     analyzer = get_analyzer(policy)
     words = QuestionWords(question, analyzer, language)

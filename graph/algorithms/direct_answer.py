@@ -48,6 +48,9 @@ class Candidate:
     terms: frozenset  # indexes of the question words it holds (QuestionWords.held)
     score: float
     rank: int  # the chunk's place in the reranked list
+    # In another language than the question: its words cannot match the question's, so neither can
+    # they say where in it the answer is (scored by meaning, `rank_sentences`'s `wordless`).
+    wordless: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ class QuestionWords:
     PREFIX = 5
 
     def __init__(self, question: str, analyzer: Analyzer, language: str):
-        self.analyzer, self.language = analyzer, language
+        self.text, self.analyzer, self.language = question, analyzer, language
         self.words = analyzer.content_words(question, language)
         self._prefixes = [self._prefix(w) for w, _ in self.words]
 
@@ -90,10 +93,13 @@ class QuestionWords:
 
 
 def rank_sentences(question: QuestionWords, sentences: Sequence[tuple[str, str, int, float]],
-                   relevance: Callable[[list[str]], list[float]] | None = None) -> list[Candidate]:
+                   relevance: Callable[[list[str]], list[float]] | None = None,
+                   wordless: Sequence[bool] | None = None) -> list[Candidate]:
     """`sentences`: (doc_id, text, chunk rank, chunk rerank score). Best first. Each sentence scores the
     IDF-weighted share of the question's words it holds (IDF over these sentences), times 0.5 + half
-    its chunk's score; a relevance model's score, when given, is averaged in."""
+    its chunk's score; a relevance model's score, when given, is averaged in. `wordless`: the sentences
+    whose words cannot match the question's (another language); with a model, their share of the
+    question's words is taken to be the model's score (missing evidence, not evidence against)."""
     if not sentences or not len(question):
         return []
     held = [question.held(text) for _, text, _, _ in sentences]
@@ -104,10 +110,12 @@ def rank_sentences(question: QuestionWords, sentences: Sequence[tuple[str, str, 
     model = relevance([s[1] for s in sentences]) if relevance else None
     out = []
     for i, (doc_id, text, rank, chunk_score) in enumerate(sentences):
-        score = lexical[i] * (0.5 + 0.5 * chunk_score)
+        prior = 0.5 + 0.5 * chunk_score
+        score = lexical[i] * prior
         if model is not None:
-            score = 0.5 * score + 0.5 * model[i]
-        out.append(Candidate(doc_id, text, held[i], score, rank))
+            share = max(lexical[i], model[i]) if wordless and wordless[i] else lexical[i]
+            score = 0.5 * share * prior + 0.5 * model[i] * prior
+        out.append(Candidate(doc_id, text, held[i], score, rank, bool(wordless and wordless[i])))
     out.sort(key=lambda c: (-c.score, c.rank))
     return out
 
@@ -185,12 +193,17 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
                 percent_only: bool = False) -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
     first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
-    percentage when `percent_only` and the sentence has one."""
+    percentage when `percent_only` and the sentence has one. When the best sentence is in another
+    language (`wordless`), no words can say which of its values is asked for: none is given."""
     about = question.held(focus) if focus else frozenset()
+    asked = fold(question.text)
     ranked = sorted((c for c in candidates[:depth] if c.score >= floor),
-                    key=lambda c: -c.score * (1.5 if about & c.terms else 1.0))
+                    key=lambda c: -c.score * (1.5 if c.wordless or about & c.terms else 1.0))
     for c in ranked:
-        spans = find(c.text)
+        if c.wordless:
+            return None
+        # A date the question already names ("When will the 2026 collection launch?": 2026) answers nothing.
+        spans = [sp for sp in find(c.text) if method != "date" or fold(c.text[sp[0]:sp[1]].strip()) not in asked]
         if percent_only:
             # "What share came from the app": of "R$ 14,1 million (15.1%)" the share is the percentage.
             spans = [sp for sp in spans if c.text[sp[0]:sp[1]].endswith("%")] or spans

@@ -428,8 +428,14 @@ class GroundednessChecker:
     def _flipped(self, text: str, source_sentence: str, language: str) -> bool:
         if not self.lexicons.negations:
             return False
-        return polarity_flipped(text, source_sentence, self.lexicons.negations.get(language, frozenset()),
-                                self.lexicons.negations_in(source_sentence, language), self.analyzer, language)
+        source_negations = self.lexicons.negations_in(source_sentence, language)
+        claim_negations = self.lexicons.negations.get(language, frozenset())
+        if source_negations != claim_negations and self.lexicons.negations_in(text, language) == source_negations:
+            # A claim quoting a source in another language than the answer's is read in that language: in
+            # an English answer, a Portuguese "acesso antecipado no app" is "in the app", not a negation.
+            # Only then: a short English claim opening "No." may look Portuguese by itself.
+            claim_negations = source_negations
+        return polarity_flipped(text, source_sentence, claim_negations, source_negations, self.analyzer, language)
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
