@@ -211,3 +211,29 @@ def test_portuguese_question_over_an_english_document(ask):
     assert "9.8%" in state["answer"] and "size and fit" in state["answer"]
     # Its words cannot be looked for in English text: no part is named as missing for that.
     assert "não cobrem" not in state["answer"]
+
+
+def test_a_which_question_gets_a_name_only_about_a_kind_of_entity(policy):
+    cues = policy.languages.question_cues
+    assert question_form("Qual região cresceu mais rápido em 2025?", "pt", cues).wants_name
+    assert question_form("Which report was published first?", "en", cues).wants_name  # "which": always a name
+    assert question_form("Quem foi o primeiro presidente?", "pt", cues).wants_name
+    about_a_phrase = "Qual a finalidade da elaboração do plano de estudos?"
+    assert not question_form(about_a_phrase, "pt", cues).wants_name
+    # Its sentence names an office, which is not what it asks for: no direct answer rather than a wrong one.
+    assert _answer(policy, about_a_phrase, "pt", [
+        ("a", "O Coordenador de Curso aprova o plano de estudos, elaborado para o cumprimento dos componentes "
+              "curriculares."),
+    ]) is None
+    assert _answer(policy, "Qual empresa comprou a Loja Sul?", "pt", [
+        ("a", "A Acme Moda comprou a Loja Sul em 2024, segundo o relatório."),
+    ]).text == "Acme Moda"
+
+
+def test_a_century_or_a_lone_letter_is_no_name(policy):
+    from graph.algorithms.direct_answer import _names
+
+    analyzer = get_analyzer(policy)
+    found = [name for name, _ in _names("No século XIII, em torno de 2700 a.C., os Sumérios usavam o ábaco.",
+                                        lambda w: not analyzer.terms(w, "pt"))]
+    assert "Sumérios" in found and "XIII" not in found and "C" not in found, found

@@ -215,6 +215,7 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
 
 
 _POSSESSIVE = re.compile(r"['’]s?$")
+_ROMAN = re.compile(r"[IVX]+")  # centuries and reigns; with L, C, D or M it is more often an acronym ("DC")
 
 
 def _names(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[str, bool]]:
@@ -229,7 +230,8 @@ def _names(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[str,
         while tokens and is_stopword(tokens[-1]):
             tokens = tokens[:-1]
         name = _POSSESSIVE.sub("", " ".join(tokens)).strip(" .-&")
-        if name:
+        # A lone letter ("C" of "a.C.") or a Roman numeral ("século XIII") names no one.
+        if len(name) > 1 and not _ROMAN.fullmatch(name):
             out.append((name, opening and " " not in name))
     return out
 
@@ -375,9 +377,10 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question))
     if form.kind in ("who", "which"):
-        return (_value_after_focus(form, candidates, question, floor, depth)
-                or _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question),
-                                name_margin))
+        found = _value_after_focus(form, candidates, question, floor, depth)
+        if found or not form.wants_name:
+            return found
+        return _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question), name_margin)
     if form.kind == "yes_no":
         return _yes_no(parts or [question_text], candidates, question, negations, part_floor)
     return None

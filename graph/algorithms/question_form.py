@@ -9,7 +9,9 @@ counts inside the question ("Em quantas cidades a UFMS mantém campi?"), except 
 ("que", "who"), which there is a pronoun. The earliest cue wins; at one place the longest ("what
 year" over "what"). "What is the budget …" and "Qual é o
 orçamento …" ask for a value: an open or which-cue followed within a few words by a quantity word
-asks how much, by a time word when.
+asks how much, by a time word when. A which-question asks for a name when its cue always does
+(`name_cues`: English "which") or when it is about a kind of entity (`entity_nouns`: "what company",
+"qual região"); "Qual a duração …" asks for a phrase.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class QuestionForm:
     compares: bool = False
     focus: tuple[str, ...] = ()  # the words right after the cue ("o", "roas", "da", "campanha"), folded
     wants_share: bool = False    # a share word anywhere: the value asked is a percentage
+    # The answer is a name: a who-question, or a which-question about a kind of entity ("which company").
+    wants_name: bool = False
 
     @property
     def wants_short_answer(self) -> bool:
@@ -88,5 +92,7 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
                     kind = "how_much"
                 elif has_any_phrase(window, lexicon.time_words):
                     kind = "when"
-            return QuestionForm(kind, cue, compares, after, wants_share)
+            wants_name = kind == "who" or (kind == "which" and (fold(cue) in {fold(c) for c in lexicon.name_cues}
+                                                                or has_any_phrase(window, lexicon.entity_nouns)))
+            return QuestionForm(kind, cue, compares, after, wants_share, wants_name)
     return QuestionForm("open", "", compares, (), wants_share)
