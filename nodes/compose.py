@@ -1,7 +1,8 @@
 """compose: an answer only from the reranked chunks, every claim followed by its `[doc_id]`.
 
 The answer opens with the direct answer when the evidence gives one (graph/algorithms/direct_answer.py:
-the value, date, name or yes/no the question asks for, cited), then lists only the points that support
+the value, date, name or yes/no the question asks for, cited; one value per part when it asks for
+several: "R$ 93.587.114,46; 11,1%"), then lists only the points that support
 it or answer another part of the question: a sentence of another period than the question names, far
 below the best one, or adding nothing new is left out, so length follows the question, not the context
 budget. A part of the question no point covers is named as missing; a comparison lists its sides in
@@ -33,7 +34,14 @@ import numpy as np
 from langgraph.runtime import Runtime
 
 from graph.algorithms.decomposition import split_question
-from graph.algorithms.direct_answer import Candidate, DirectAnswer, QuestionWords, direct_answer, rank_sentences
+from graph.algorithms.direct_answer import (
+    MAX_WORDS,
+    Candidate,
+    DirectAnswer,
+    QuestionWords,
+    direct_answer,
+    rank_sentences,
+)
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import claim_sentences
 from graph.algorithms.question_form import question_form
@@ -244,10 +252,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         return [], None
     form = question_form(question, language, policy.languages.question_cues)
     parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
-    found = direct_answer(question, form, parts, candidates, words, months=policy.languages.months,
-                          negations=policy.languages.negations.get(language, ()), floor=cfg.direct.sentence_floor,
-                          depth=cfg.direct.depth, part_floor=cfg.direct.part_floor, name_floor=cfg.direct.name_floor,
-                          name_margin=cfg.direct.name_margin)
+    found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance)
+             or direct_answer(question, form, parts, candidates, words, **direct_settings(policy, language)))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
     # The direct answer's sentence follows it when it says more than the direct answer does.
     first = source if source and len(found.text.split()) < 0.5 * len(source.text.split()) else None
@@ -262,6 +268,11 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
                                first, titles, by_meaning=relevance is not None)
     if source and first is None:
         picked = [c for c in picked if c is not source]
+    if found and found.also_from:
+        # Each further part's value is shown where it was read, after the first part's sentence.
+        also = [next(c for c in candidates if c.text == text) for text in found.also_from
+                if any(c.text == text for c in candidates)]
+        picked = (picked[:1] + also + [c for c in picked[1:] if c not in also])[:max(max_points, 1 + len(also))]
     lines: list[str] = []
     if found:
         lines += [direct_line(found, language), ""]
@@ -276,6 +287,39 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     if missing:
         lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]
     return lines, found
+
+
+def direct_settings(policy, language: str) -> dict[str, Any]:
+    """`direct_answer`'s lexicons and thresholds, from the policy."""
+    cfg = policy.compose.direct
+    return dict(months=policy.languages.months, negations=policy.languages.negations.get(language, ()),
+                floor=cfg.sentence_floor, depth=cfg.depth, part_floor=cfg.part_floor, name_floor=cfg.name_floor,
+                name_margin=cfg.name_margin)
+
+
+def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer, policy,
+                   relevance: Callable[[list[str]], list[float]] | None = None) -> DirectAnswer | None:
+    """A question that asks for two or more values or dates ("Qual foi a receita … e quanto cresceu …?")
+    is answered with each part's own, from the sentences ranked by that part's words: "R$ 93.587.114,46;
+    11,1%". None unless two parts or more get a different one, within the direct answer's length."""
+    if len(parts) < 2:
+        return None
+    found: list[DirectAnswer] = []
+    for part in parts:
+        form = question_form(part, language, policy.languages.question_cues)
+        if form.kind not in ("how_much", "when"):
+            continue
+        words = QuestionWords(part, analyzer, language)
+        answer = direct_answer(part, form, [part], answer_candidates(words, chunks, relevance), words,
+                               **direct_settings(policy, language))
+        if answer and all(answer.text != f.text for f in found):
+            found.append(answer)
+    text = "; ".join(f.text for f in found)
+    if len(found) < 2 or len(text.split()) > MAX_WORDS:
+        return None
+    doc_ids = tuple(dict.fromkeys(d for f in found for d in f.doc_ids))
+    return DirectAnswer(text, doc_ids, found[0].method, found[0].sentence,
+                        tuple(f.sentence for f in found[1:] if f.sentence != found[0].sentence))
 
 
 def _title(chunk: Chunk) -> str:

@@ -237,3 +237,13 @@ def test_a_century_or_a_lone_letter_is_no_name(policy):
     found = [name for name, _ in _names("No século XIII, em torno de 2700 a.C., os Sumérios usavam o ábaco.",
                                         lambda w: not analyzer.terms(w, "pt"))]
     assert "Sumérios" in found and "XIII" not in found and "C" not in found, found
+
+
+def test_a_question_asking_two_values_gets_both(ask):
+    state = ask("Qual foi a receita da Acme Moda no 1º trimestre de 2026 e quanto cresceu em relação ao 1º "
+                "trimestre de 2025?")
+    assert state["direct_answer"] == "R$ 93.587.114,46; 11,1%"
+    state = ask("What share of Acme's Q1 2026 revenue came from the app, and how fast did the app grow?")
+    assert state["direct_answer"] == "15.1%; 38%"
+    # Each value is shown in the sentence it was read from.
+    assert "up 38% year over year" in state["answer"] and "R$ 14.131.654,28 (15.1%)" in state["answer"]

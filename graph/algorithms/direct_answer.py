@@ -56,12 +56,14 @@ class Candidate:
 @dataclass(frozen=True)
 class DirectAnswer:
     """The short answer (`text`, no citation markers), the documents it comes from, and how it was
-    found (`method`: value, date, name, yes, no)."""
+    found (`method`: value, date, name, yes, no). `sentence`: where it was read; `also_from`: the
+    sentences of its further parts, when it answers several ("R$ 93,5 mi; 11,1%")."""
 
     text: str
     doc_ids: tuple[str, ...]
     method: str
     sentence: str
+    also_from: tuple[str, ...] = ()
 
 
 class QuestionWords:
