@@ -316,6 +316,9 @@ class DirectAnswerSettings:
     # An open question whose words are at least this share its best document's title ("What does the
     # 2026 winter playbook recommend?") asks what that document says: its sentences, in its order.
     document_share: float = field(default=0.6, metadata=_SHARE)
+    # An open question ("O que a Justiça decidiu …?") is explained where its best sentence is: that
+    # sentence and up to this many of the ones after it in its chunk lead the points.
+    passage_sentences: int = field(default=3, metadata=_between(0, 20))
 
 
 @dataclass(frozen=True)

@@ -262,10 +262,13 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
                   else cfg.max_sentences)
     titles = {c["docId"]: words.held(_title(c)) for c in chunks}
     if form.kind == "open" and len(titles[chunks[0]["docId"]]) >= cfg.direct.document_share * len(words):
-        picked = document_points(candidates, chunks[0], question, max_points, cfg.max_answer_chars)
+        picked = document_points(candidates, chunks[0], max_points, cfg.max_answer_chars, words)
     else:
         picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
                                first, titles, by_meaning=relevance is not None)
+        if form.kind == "open" and picked:
+            passage = passage_points(candidates, chunks, picked[0], question, cfg.direct.passage_sentences)
+            picked = take_in_order(passage + picked[1:], max_points, cfg.max_answer_chars)
     if source and first is None:
         picked = [c for c in picked if c is not source]
     if found and found.also_from:
@@ -279,7 +282,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     order = {id(c): i for i, c in enumerate(candidates)}
     if form.compares and len(parts) > 1:
         picked.sort(key=lambda c: _part_of(c, parts, words))
-    elif found is None:
+    elif found is None and form.kind != "open":  # an explanation keeps its passage in order
         picked.sort(key=lambda c: (c.rank, order[id(c)]))
     lines += [f"- {_cite(c.text, [c.doc_id])}" for c in picked]
     # Across languages no word of a part can be found, said or not: only same-language evidence names one.
@@ -327,14 +330,38 @@ def _title(chunk: Chunk) -> str:
     return str((chunk.get("metadata") or {}).get("header") or chunk.get("assetName") or "")
 
 
-def document_points(candidates: list[Candidate], chunk: Chunk, question: str, max_points: int,
-                    max_chars: int) -> list[Candidate]:
+_HEADING = re.compile(r"^[^\n.!?]{2,80}:[ \t]*$", re.MULTILINE)
+
+
+def document_points(candidates: list[Candidate], chunk: Chunk, max_points: int, max_chars: int,
+                    words: QuestionWords | None = None) -> list[Candidate]:
     """A question about a document ("What does the 2026 winter playbook recommend?") is answered by what
-    the document says: its chunk's sentences in their order, none of another period than the question
-    names, within the answer's size."""
-    own = [c for c in candidates if c.rank == 0 and c.doc_id == chunk["docId"] and not off_period(c.text, question)]
-    own.sort(key=lambda c: chunk["content"].find(c.text))
+    the document says: its chunk's sentences in their order, within the answer's size (all of them: the
+    document is the one asked about, so a sentence of it citing another year is still its content). A
+    heading that holds a word of the question ("Ações recomendadas:") introduces what it asks for: the
+    sentences under it come first."""
+    content = chunk["content"]
+    own = [c for c in candidates if c.rank == 0 and c.doc_id == chunk["docId"]]
+    title = words.held(_title(chunk)) if words else frozenset()
+    anchor = next((m.start() for m in _HEADING.finditer(content)
+                   if words and words.held(m.group(0)) - title), None)
+    own.sort(key=lambda c: (anchor is None or content.find(c.text) < anchor, content.find(c.text)))
     return take_in_order(own, max_points, max_chars)
+
+
+def passage_points(candidates: list[Candidate], chunks: list[Chunk], best: Candidate, question: str,
+                   after: int) -> list[Candidate]:
+    """`best` and up to `after` sentences that follow it in its chunk (an explanation goes on past its
+    first sentence: "A consumidora comprou …" is followed by what the judge decided), none of another
+    period than the question names."""
+    chunk = next((c for c in chunks if c["docId"] == best.doc_id and best.text in c["content"]), None)
+    if chunk is None:
+        return [best]
+    start = chunk["content"].find(best.text)
+    following = sorted((c for c in candidates if c.doc_id == best.doc_id and c.rank == best.rank
+                        and chunk["content"].find(c.text) > start and not off_period(c.text, question)),
+                       key=lambda c: chunk["content"].find(c.text))
+    return [best, *following[:after]]
 
 
 def take_in_order(candidates: list[Candidate], max_points: int, max_chars: int,
