@@ -319,6 +319,10 @@ class DirectAnswerSettings:
     # An open question ("O que a Justiça decidiu …?") is explained where its best sentence is: that
     # sentence and up to this many of the ones after it in its chunk lead the points.
     passage_sentences: int = field(default=3, metadata=_between(0, 20))
+    # A sentence is read in its document: the question's words its chunk's title holds count this much
+    # of a word the sentence holds ("ROAS 4,2" in "Campanha TikTok Provador" answers "o ROAS da campanha
+    # do TikTok").
+    header_weight: float = field(default=0.5, metadata=_SHARE)
 
 
 @dataclass(frozen=True)

@@ -125,13 +125,16 @@ def _cite(sentence: str, doc_ids: Sequence[str]) -> str:
 
 
 def answer_candidates(question: QuestionWords, chunks: list[Chunk],
-                      relevance: Callable[[list[str]], list[float]] | None = None) -> list[Candidate]:
-    """Every quotable sentence of the relevant chunks, ranked by its share of the question (best first),
-    averaged with `relevance` (each sentence's meaning-based relevance, 0–1) when given; then a sentence
-    in another language than the question is ranked by meaning alone."""
-    rows = [(chunk["docId"], sentence, rank, chunk["rerankScore"], in_another_language(chunk, question.language))
-            for rank, chunk in enumerate(chunks) for _, sentence in claim_sentences(chunk["content"])]
-    return rank_sentences(question, [r[:4] for r in rows], relevance, [r[4] for r in rows])
+                      relevance: Callable[[list[str]], list[float]] | None = None,
+                      header_weight: float = 0.0) -> list[Candidate]:
+    """Every quotable sentence of the relevant chunks, ranked by its share of the question (best first;
+    the question words its chunk's title holds count at `header_weight`), averaged with `relevance`
+    (each sentence's meaning-based relevance, 0–1) when given; then a sentence in another language than
+    the question is ranked by meaning alone."""
+    rows = [(chunk["docId"], sentence, rank, chunk["rerankScore"], in_another_language(chunk, question.language),
+             _title(chunk)) for rank, chunk in enumerate(chunks) for _, sentence in claim_sentences(chunk["content"])]
+    return rank_sentences(question, [r[:4] for r in rows], relevance, [r[4] for r in rows], [r[5] for r in rows],
+                          header_weight)
 
 
 def in_another_language(chunk: Chunk, language: str) -> bool:
@@ -247,7 +250,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     chosen by meaning as well as by words."""
     cfg = policy.compose
     words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language)
-    candidates = answer_candidates(words, chunks, relevance)
+    candidates = answer_candidates(words, chunks, relevance, cfg.direct.header_weight)
     if not candidates:
         return [], None
     form = question_form(question, language, policy.languages.question_cues)
@@ -266,7 +269,11 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     else:
         picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
                                first, titles, by_meaning=relevance is not None)
-        if form.kind == "open" and picked:
+        if not picked and found is None:
+            # Every sentence that matches only repeats its document's title ("Quais ações o playbook de
+            # inverno recomenda?"): the question is about that document, which is answered by what it says.
+            picked = document_points(candidates, chunks[0], max_points, cfg.max_answer_chars, words)
+        elif form.kind == "open" and picked:
             passage = passage_points(candidates, chunks, picked[0], question, cfg.direct.passage_sentences)
             picked = take_in_order(passage + picked[1:], max_points, cfg.max_answer_chars)
     if source and first is None:
@@ -285,8 +292,10 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     elif found is None and form.kind != "open":  # an explanation keeps its passage in order
         picked.sort(key=lambda c: (c.rank, order[id(c)]))
     lines += [f"- {_cite(c.text, [c.doc_id])}" for c in picked]
-    # Across languages no word of a part can be found, said or not: only same-language evidence names one.
-    missing = uncovered_parts(parts, chunks, language, analyzer) if relevance is None else []
+    # A part's words cannot be looked for in text of another language: with such evidence at hand, no part
+    # is named missing (the English report may hold "a taxa atual de devolução").
+    missing = ([] if any(in_another_language(c, language) for c in chunks)
+               else uncovered_parts(parts, chunks, language, analyzer))
     if missing:
         lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]
     return lines, found
@@ -302,9 +311,10 @@ def direct_settings(policy, language: str) -> dict[str, Any]:
 
 def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer, policy,
                    relevance: Callable[[list[str]], list[float]] | None = None) -> DirectAnswer | None:
-    """A question that asks for two or more values or dates ("Qual foi a receita … e quanto cresceu …?")
-    is answered with each part's own, from the sentences ranked by that part's words: "R$ 93.587.114,46;
-    11,1%". None unless two parts or more get a different one, within the direct answer's length."""
+    """A question whose parts ask for values or dates ("Qual foi a receita … e quanto cresceu …?") is
+    answered with each such part's own, from the sentences ranked by that part's words: "R$ 93.587.114,46;
+    11,1%" — or, when one part asks for one ("What is the return rate and the main reason?"), with that
+    part's. None when no part gets one, or when they do not fit in the direct answer's length."""
     if len(parts) < 2:
         return None
     found: list[DirectAnswer] = []
@@ -313,12 +323,13 @@ def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyze
         if form.kind not in ("how_much", "when"):
             continue
         words = QuestionWords(part, analyzer, language)
-        answer = direct_answer(part, form, [part], answer_candidates(words, chunks, relevance), words,
-                               **direct_settings(policy, language))
+        answer = direct_answer(part, form, [part],
+                               answer_candidates(words, chunks, relevance, policy.compose.direct.header_weight),
+                               words, **direct_settings(policy, language))
         if answer and all(answer.text != f.text for f in found):
             found.append(answer)
     text = "; ".join(f.text for f in found)
-    if len(found) < 2 or len(text.split()) > MAX_WORDS:
+    if not found or len(text.split()) > MAX_WORDS:
         return None
     doc_ids = tuple(dict.fromkeys(d for f in found for d in f.doc_ids))
     return DirectAnswer(text, doc_ids, found[0].method, found[0].sentence,

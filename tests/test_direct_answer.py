@@ -255,3 +255,24 @@ def test_an_open_question_is_explained_by_the_passage_of_its_best_sentence(ask):
     state = ask("O que a Justiça decidiu no caso da jaqueta devolvida sem etiqueta após compra pelo app?")
     # The best-matching sentence tells the purchase; what the judge decided follows it.
     assert "art. 49" in state["answer"] and "R$ 2.000,00 de indenização" in state["answer"], state["answer"]
+
+
+def test_the_readme_question_lists_the_playbooks_actions(ask):
+    # Every sentence matching its words only repeats the playbook's title ("playbook de inverno"): the
+    # answer is what the document says, its "Ações recomendadas" first, not "nothing found: quais".
+    state = ask("Quais ações o playbook de inverno recomenda?")
+    points = [line for line in state["answer"].splitlines() if line.startswith("- ")]
+    assert len(points) >= 4 and "Inverno Leve" in points[0], state["answer"]
+    assert state["citations_used"] == ["acme-playbook-inverno-2026"]
+
+
+def test_a_sentence_is_read_with_its_documents_title(ask):
+    # "ROAS 4,2" holds none of "campanha do TikTok"; its document, the TikTok campaign's snapshot, does.
+    # Before, a Pinterest note ("below the minimum ROAS of 3.0; the budget was moved to TikTok") won.
+    state = ask("Qual foi o ROAS da campanha do TikTok?")
+    assert state["direct_answer"] == "ROAS 4,2", state["answer"]
+
+
+def test_every_measure_the_question_names(ask):
+    state = ask("What were the ROAS and CPC of the Google Performance Max campaign?")
+    assert state["direct_answer"] == "ROAS 5.6; CPC 1.12", state["answer"]

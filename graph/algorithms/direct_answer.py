@@ -96,7 +96,8 @@ class QuestionWords:
 
 def rank_sentences(question: QuestionWords, sentences: Sequence[tuple[str, str, int, float]],
                    relevance: Callable[[list[str]], list[float]] | None = None,
-                   wordless: Sequence[bool] | None = None) -> list[Candidate]:
+                   wordless: Sequence[bool] | None = None, headers: Sequence[str] | None = None,
+                   header_weight: float = 0.0) -> list[Candidate]:
     """`sentences`: (doc_id, text, chunk rank, chunk rerank score). Best first. Each sentence scores the
     IDF-weighted share of the question's words it holds (IDF over these sentences), times 0.5 + half
     its chunk's score; a relevance model's score, when given, is averaged in. `wordless`: the sentences
@@ -109,6 +110,12 @@ def rank_sentences(question: QuestionWords, sentences: Sequence[tuple[str, str, 
     idf = [math.log(1 + n / (1 + sum(1 for h in held if i in h))) for i in range(len(question))]
     total = sum(idf) or 1.0
     lexical = [sum(idf[i] for i in h) / total for h in held]
+    if headers and header_weight:
+        # A sentence is read in its document: words of the question that its title holds ("Campanha
+        # TikTok" for "ROAS 4.2") count too, at `header_weight`.
+        titled = {h: question.held(h) for h in set(headers)}
+        lexical = [x + header_weight * sum(idf[i] for i in titled[hd] - h) / total
+                   for x, h, hd in zip(lexical, held, headers)]
     model = relevance([s[1] for s in sentences]) if relevance else None
     out = []
     for i, (doc_id, text, rank, chunk_score) in enumerate(sentences):
@@ -348,18 +355,31 @@ _MEASURE_GAP = re.compile(r"\s*(?:[:=]\s*|\s\w{1,3}\s+)?(?:R\$|US\$|\$|€|£)?\
 def _value_after_focus(form: QuestionForm, candidates: Sequence[Candidate], question: QuestionWords, floor: float,
                        depth: int) -> DirectAnswer | None:
     """"Qual foi o ROAS …": a value right after the word the question asks about ("ROAS 4,2", "ROAS of 4.2")
-    answers a which-question that names a measure; the answer is the measure and its value."""
+    answers a which-question that names a measure; the answer is the measure and its value, and those
+    of the other measures the question names that its sentence gives ("ROAS and CPC": "ROAS 5.6; CPC
+    1.12")."""
     focus = _focus_noun(form, question)
     if not focus:
         return None
     for c in candidates[:depth]:
         if c.score < floor:
             break
-        folded = fold(c.text)
-        for m in re.finditer(rf"(?<!\w){re.escape(focus)}(?!\w)", folded):
-            for start, end in _value_spans(c.text):
-                if start >= m.end() and _MEASURE_GAP.fullmatch(c.text[m.end():start]):
-                    return DirectAnswer(c.text[m.start():end].strip(), (c.doc_id,), "value", c.text)
+        first = _measure(c.text, focus)
+        if first is None:
+            continue
+        others = [found for word, _ in question.words if fold(word) != focus
+                  and (found := _measure(c.text, fold(word))) is not None and found != first]
+        text = "; ".join(dict.fromkeys([first, *others]))
+        return DirectAnswer(text if len(text.split()) <= MAX_WORDS else first, (c.doc_id,), "value", c.text)
+    return None
+
+
+def _measure(sentence: str, word: str) -> str | None:
+    """`word` and the value right after it in `sentence` ("ROAS 5.6"), or None."""
+    for m in re.finditer(rf"(?<!\w){re.escape(word)}(?!\w)", fold(sentence)):
+        for start, end in _value_spans(sentence):
+            if start >= m.end() and _MEASURE_GAP.fullmatch(sentence[m.end():start]):
+                return sentence[m.start():end].strip()
     return None
 
 

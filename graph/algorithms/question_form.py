@@ -48,7 +48,9 @@ class QuestionForm:
 
     @property
     def wants_short_answer(self) -> bool:
-        return self.kind != "open"
+        """A value, a date, a name or yes/no; not an explanation, nor a which-question about something
+        other than a kind of entity ("Quais ações …": a list)."""
+        return self.kind != "open" and (self.kind != "which" or self.wants_name)
 
 
 @functools.lru_cache(maxsize=64)
