@@ -276,3 +276,20 @@ def test_a_sentence_is_read_with_its_documents_title(ask):
 def test_every_measure_the_question_names(ask):
     state = ask("What were the ROAS and CPC of the Google Performance Max campaign?")
     assert state["direct_answer"] == "ROAS 5.6; CPC 1.12", state["answer"]
+
+
+def test_a_date_range_is_given_whole(policy):
+    found = _answer(policy, "When is Black Week 2025?", "en", [
+        ("a", 'Acme will run a "Black Week" from 24 to 30 November 2025, with app-only early access.'),
+    ])
+    assert found is not None and found.text == "24 to 30 November 2025"
+    found = _answer(policy, "Quando acontece a Black Week de 2025?", "pt", [
+        ("a", "A Black Week acontece de 24 a 30 de novembro de 2025, com acesso antecipado no app."),
+    ])
+    assert found is not None and found.text.startswith("24 a 30 de novembro"), found
+
+
+def test_what_dates_asks_when(ask):
+    state = ask("What were the dates and discount rules of Acme's Black Friday 2025?")
+    assert state["direct_answer"] == "24 to 30 November 2025"
+    assert "Discount rules" in state["answer"]

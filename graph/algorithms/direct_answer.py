@@ -184,8 +184,16 @@ def _value_spans(sentence: str) -> list[tuple[int, int]]:
     return [(a, b) for a, b in value_spans(sentence) if not YEAR.fullmatch(sentence[a:b])]
 
 
+# The first day of a range written before a date: "from 24 to 30 November", "de 24 a 30 de novembro", "24–30".
+_RANGE_START = re.compile(r"\b\d{1,2}\s*(?:to|a|e|até|-|–|—)\s*$", re.IGNORECASE)
+
+
 def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
-    spans = [(d.start, d.end) for d in find_dates(sentence, months, {})]
+    """The dates of `sentence`, a range whole ("24 to 30 November 2025"); else its years, with their month."""
+    spans = []
+    for d in find_dates(sentence, months, {}):
+        before = _RANGE_START.search(sentence[max(0, d.start - 16):d.start])
+        spans.append((d.start - len(before.group(0)) if before else d.start, d.end))
     if spans:
         return spans
     month_names = {fold(m) for names in months.values() for m in names}
