@@ -250,13 +250,17 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     chosen by meaning as well as by words."""
     cfg = policy.compose
     words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language)
-    candidates = answer_candidates(words, chunks, relevance, cfg.direct.header_weight)
+    candidates = answer_candidates(words, chunks, relevance)
     if not candidates:
         return [], None
     form = question_form(question, language, policy.languages.question_cues)
     parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
+    # The direct answer reads each sentence with its document's title; the points do not (a title that
+    # holds the question's words would bring in more of its document's sentences, cited for nothing).
     found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance)
-             or direct_answer(question, form, parts, candidates, words, **direct_settings(policy, language)))
+             or direct_answer(question, form, parts, answer_candidates(words, chunks, relevance,
+                                                                       cfg.direct.header_weight),
+                              words, **direct_settings(policy, language)))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
     # The direct answer's sentence follows it when it says more than the direct answer does.
     first = source if source and len(found.text.split()) < 0.5 * len(source.text.split()) else None
