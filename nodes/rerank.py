@@ -5,7 +5,10 @@ Embedded reranker (`local/hybrid`, no downloaded model): a blend of
   lexical — share of the question's terms (stemmed, IDF-weighted over the candidates) in the chunk;
   bm25    — the engine's BM25 score relative to the best one, times the lexical coverage;
   fused   — the RRF score relative to the best one.
-Weights and the cosine scale are the chunk's embedding model's (`rerank.models` in the policy). A
+Weights and the cosine scale are the chunk's embedding model's (`rerank.models` in the policy). When some
+of the question's nearest chunks are in another language (the engine flags them), words cannot match
+across languages: the lexical weights shrink to the question-language share and go to the dense one, and
+an other-language chunk counts its dense relevance as its lexical one (`rerank.cross_lingual`). A
 relevance model then rescores the best candidates (`relevance_rerank`: under `auto`, the local
 cross-encoder for an English question over English collections; `cohere/<model>` when configured).
 For a split question, the first places are then chosen to cover its parts (`diversify`, xQuAD).
