@@ -175,3 +175,12 @@ def test_count_phrases_word_boundaries_and_accents():
     assert count_phrases("A meta é alta e o custo é baixo", ["e", "é"]) == {"e": 1, "é": 2}
     assert count_phrases("todas  as\nperspectivas", ["todas as perspectivas"]) == {"todas as perspectivas": 1}
     assert count_phrases("Roastery", ["roas"]) == {}
+
+
+def test_a_lead_in_ending_in_a_colon_is_no_claim():
+    from graph.algorithms.passages import claim_sentences
+
+    text = ("Here are details explaining how the Caesars Sportsbook welcome offer works:\n"
+            "New users get up to $1,000 back in bonus bets if their first wager loses.")
+    assert [s for _, s in claim_sentences(text)] == [
+        "New users get up to $1,000 back in bonus bets if their first wager loses."]

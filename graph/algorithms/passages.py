@@ -51,15 +51,15 @@ def is_title(line: str) -> bool:
 
 
 def claim_sentences(text: str) -> list[tuple[int, str]]:
-    """(position, sentence) for each sentence of `text` that can be quoted as a claim: headings, bare
-    markup and fragments (under 20 characters) or walls of text (over 600) are left out; bullets and
-    runs of whitespace are cleaned."""
+    """(position, sentence) for each sentence of `text` that can be quoted as a claim: headings, lead-ins
+    ending in a colon ("Here are the details:" states nothing), bare markup and fragments (under 20
+    characters) or walls of text (over 600) are left out; bullets and runs of whitespace are cleaned."""
     out = []
     for pos, raw in enumerate(split_sentences(text)):
         if is_title(raw):
             continue
         sentence = re.sub(r"\s+", " ", _BULLET.sub("", raw).strip())
-        if len(sentence) < 20 or sentence.startswith("#") or len(sentence) > 600:
+        if len(sentence) < 20 or sentence.startswith("#") or len(sentence) > 600 or sentence.endswith(":"):
             continue
         out.append((pos, sentence))
     return out
