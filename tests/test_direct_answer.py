@@ -268,7 +268,7 @@ def test_the_readme_question_lists_the_playbooks_actions(ask):
 
 def test_a_sentence_is_read_with_its_documents_title(ask):
     # "ROAS 4,2" holds none of "campanha do TikTok"; its document, the TikTok campaign's snapshot, does.
-    # Before, a Pinterest note ("below the minimum ROAS of 3.0; the budget was moved to TikTok") won.
+    # Without the title, a Pinterest note ("below the minimum ROAS of 3.0; the budget was moved to TikTok") wins.
     state = ask("Qual foi o ROAS da campanha do TikTok?")
     assert state["direct_answer"] == "ROAS 4,2", state["answer"]
 
