@@ -236,6 +236,10 @@ class CrossLingual:
 
     neighbours: int = field(default=10, metadata=_POSITIVE)
     lexical_floor: float = field(default=0.5, metadata=_SHARE)
+    # All of it only when the chunks in the question's language hold this share of its words (IDF-weighted)
+    # between them, or there are none: a subject nothing in its own language speaks of ("carbon emissions")
+    # is more likely absent than written in the other language.
+    attested_share: float = field(default=0.6, metadata=_SHARE)
 
 
 @dataclass(frozen=True)

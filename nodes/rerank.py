@@ -68,7 +68,8 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
     """Relevance before boosts, best first. `by_collection`: each collection's weights and cosine scale
     (its embedding model's; the policy's defaults for a collection not given). When the question's
     nearest chunks are partly in another language, the lexical weights shrink to that share and such
-    chunks count their dense relevance as lexical (`rerank.cross_lingual`)."""
+    chunks count their dense relevance as lexical (`rerank.cross_lingual`), provided the chunks in its
+    own language hold most of its words, or there are none."""
     default = ModelRerankSettings(cfg.weights, cfg.dense_calibration)
     by_collection = by_collection or {}
     share = question_language_share(chunks, cfg.cross_lingual.neighbours)
@@ -76,6 +77,10 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
     # Which question terms each chunk holds was answered by the engine's lexical index.
     c_terms = [set(c.get("matchedTerms") or ()) for c in chunks]
     idf = term_weights(question_terms, c_terms)
+    # Words missing across languages are missing evidence, not evidence against, only where the question's
+    # subject is attested: the chunks in its own language hold most of its words, or there are none to ask.
+    own = [t for c, t in zip(chunks, c_terms) if OTHER_LANGUAGE_FLAG not in (c.get("flags") or ())]
+    attested = not own or lexical_coverage(idf, set().union(*own)) >= cfg.cross_lingual.attested_share
     best_fused = max((c["scores"].get("fused", 0.0) for c in chunks), default=0.0) or 1.0
     # The engine's BM25 score (corpus IDF, term frequency, length norm), relative to the best one.
     best_bm25 = max((c["scores"].get("lexical") or 0.0 for c in chunks), default=0.0) or 1.0
@@ -92,7 +97,7 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
         bm25 = (chunk["scores"].get("lexical") or 0.0) / best_bm25 * lexical
         scores = dict(chunk["scores"], dense_relevance=dense, lexical_relevance=lexical, fused_relevance=fused,
                       bm25_relevance=bm25)
-        if lexical_scale < 1.0:
+        if lexical_scale < 1.0 and attested:
             if OTHER_LANGUAGE_FLAG in (chunk.get("flags") or ()):
                 lexical, bm25 = max(lexical, dense), max(bm25, dense)
             moved = (w.lexical + w.bm25) * (1.0 - lexical_scale)

@@ -287,3 +287,23 @@ def test_english_question_finds_the_portuguese_playbook(ask):
     state = ask("What does the 2026 winter campaign playbook recommend?")
     assert state["reranked"][0]["docId"] == "acme-playbook-inverno-2026"
     assert "acme-playbook-inverno-2026" in state["citations_used"]
+
+
+def test_a_subject_nothing_in_the_questions_language_speaks_of_is_not_imputed():
+    # The English chunks hold none of the question's rarer words: the Portuguese chunk's missing words
+    # are not taken for a match, and the scores are the one-language ones.
+    settings = load_policy().rerank
+    foreign = _candidate("pt", 0.50, [], 0.0, same_language=False)
+    english = [_candidate(f"en{i}", 0.2, [1], 1.0, same_language=True) for i in range(4)]
+    others = [_candidate(f"pt{i}", 0.3, [], 0.0, same_language=False) for i in range(5)]
+    ranked = base_scores({1, 2, 3, 4, 5}, [foreign, *english, *others], settings)
+    assert all("question_language_share" not in c["scores"] for c in ranked)
+    # Once the English chunks attest the subject, the same Portuguese chunk is weighed by meaning.
+    english = [_candidate(f"en{i}", 0.2, [1, 2, 3, 4, 5], 1.0, same_language=True) for i in range(4)]
+    ranked = base_scores({1, 2, 3, 4, 5}, [foreign, *english, *others], settings)
+    assert ranked[0]["id"] == "pt" and "question_language_share" in ranked[0]["scores"]
+
+
+def test_a_null_question_in_english_over_the_mixed_samples_still_finds_nothing(ask):
+    state = ask("What is Acme Moda's carbon-emissions reduction target for 2030?")
+    assert state["coverage_level"] == "none" and not state["citations_used"], state["answer"]
