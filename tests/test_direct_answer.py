@@ -293,3 +293,15 @@ def test_what_dates_asks_when(ask):
     state = ask("What were the dates and discount rules of Acme's Black Friday 2025?")
     assert state["direct_answer"] == "24 to 30 November 2025"
     assert "Discount rules" in state["answer"]
+
+
+def test_a_day_and_month_without_the_year_is_the_date(policy):
+    # The year alone is the period the question already names; the day is the answer.
+    found = _answer(policy, "When will the 2026 winter collection launch?", "en", [
+        ("a", "The team recommends keeping the weekly livestreams during the winter 2026 launch on 27 April."),
+    ])
+    assert found is not None and found.text == "27 April"
+    found = _answer(policy, "Quando será lançada a coleção de inverno 2026?", "pt", [
+        ("a", "O time recomenda manter as lives semanais no lançamento de inverno 2026, em 27 de abril."),
+    ])
+    assert found is not None and found.text == "27 de abril"

@@ -197,6 +197,14 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
     if spans:
         return spans
     month_names = {fold(m) for names in months.values() for m in names}
+    # A day and a month without the year ("on 27 April", "em 27 de abril") is the date; the year alone
+    # is only the period it falls in.
+    alternation = "|".join(sorted((re.escape(m) for m in month_names), key=len, reverse=True))
+    day_month = re.compile(rf"(?<!\w)(?:\d{{1,2}}(?:st|nd|rd|th|º)?\s+(?:de\s+)?(?:{alternation})"
+                           rf"|(?:{alternation})\s+\d{{1,2}}(?:st|nd|rd|th)?)(?!\w)", re.IGNORECASE)
+    days = [(m.start(), m.end()) for m in day_month.finditer(fold(sentence))]
+    if days:
+        return days
     out = []
     for m in YEAR.finditer(sentence):
         before = fold(sentence[max(0, m.start() - 12):m.start()]).split()
