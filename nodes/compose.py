@@ -40,7 +40,7 @@ from graph.algorithms.direct_answer import (
     DirectAnswer,
     QuestionWords,
     direct_answer,
-    rank_sentences,
+    rankings,
 )
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import claim_sentences
@@ -131,10 +131,17 @@ def answer_candidates(question: QuestionWords, chunks: list[Chunk],
     the question words its chunk's title holds count at `header_weight`), averaged with `relevance`
     (each sentence's meaning-based relevance, 0–1) when given; then a sentence in another language than
     the question is ranked by meaning alone."""
+    return answer_rankings(question, chunks, relevance, (header_weight,))[0]
+
+
+def answer_rankings(question: QuestionWords, chunks: list[Chunk],
+                    relevance: Callable[[list[str]], list[float]] | None,
+                    header_weights: Sequence[float]) -> list[list[Candidate]]:
+    """`answer_candidates` once per header weight, each sentence read and scored by the model once."""
     rows = [(chunk["docId"], sentence, rank, chunk["rerankScore"], in_another_language(chunk, question.language),
              _title(chunk)) for rank, chunk in enumerate(chunks) for _, sentence in claim_sentences(chunk["content"])]
-    return rank_sentences(question, [r[:4] for r in rows], relevance, [r[4] for r in rows], [r[5] for r in rows],
-                          header_weight)
+    return rankings(question, [r[:4] for r in rows], relevance, [r[4] for r in rows], [r[5] for r in rows],
+                    header_weights)
 
 
 def in_another_language(chunk: Chunk, language: str) -> bool:
@@ -250,17 +257,15 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     chosen by meaning as well as by words."""
     cfg = policy.compose
     words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language)
-    candidates = answer_candidates(words, chunks, relevance)
+    # The direct answer reads each sentence with its document's title; the points do not (a title that
+    # holds the question's words would bring in more of its document's sentences, cited for nothing).
+    candidates, titled = answer_rankings(words, chunks, relevance, (0.0, cfg.direct.header_weight))
     if not candidates:
         return [], None
     form = question_form(question, language, policy.languages.question_cues)
     parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
-    # The direct answer reads each sentence with its document's title; the points do not (a title that
-    # holds the question's words would bring in more of its document's sentences, cited for nothing).
     found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance)
-             or direct_answer(question, form, parts, answer_candidates(words, chunks, relevance,
-                                                                       cfg.direct.header_weight),
-                              words, **direct_settings(policy, language)))
+             or direct_answer(question, form, parts, titled, words, **direct_settings(policy, language)))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
     # The direct answer's sentence follows it when it says more than the direct answer does.
     first = source if source and len(found.text.split()) < 0.5 * len(source.text.split()) else None

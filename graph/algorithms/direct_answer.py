@@ -103,29 +103,38 @@ def rank_sentences(question: QuestionWords, sentences: Sequence[tuple[str, str, 
     its chunk's score; a relevance model's score, when given, is averaged in. `wordless`: the sentences
     whose words cannot match the question's (another language); with a model, their share of the
     question's words is taken to be the model's score (missing evidence, not evidence against)."""
+    return rankings(question, sentences, relevance, wordless, headers, (header_weight,))[0]
+
+
+def rankings(question: QuestionWords, sentences: Sequence[tuple[str, str, int, float]],
+             relevance: Callable[[list[str]], list[float]] | None, wordless: Sequence[bool] | None,
+             headers: Sequence[str] | None, header_weights: Sequence[float]) -> list[list[Candidate]]:
+    """`rank_sentences` once per header weight, the words held and the model's scores computed once."""
     if not sentences or not len(question):
-        return []
+        return [[] for _ in header_weights]
     held = [question.held(text) for _, text, _, _ in sentences]
     n = len(sentences)
     idf = [math.log(1 + n / (1 + sum(1 for h in held if i in h))) for i in range(len(question))]
     total = sum(idf) or 1.0
-    lexical = [sum(idf[i] for i in h) / total for h in held]
-    if headers and header_weight:
-        # A sentence is read in its document: words of the question that its title holds ("Campanha
-        # TikTok" for "ROAS 4.2") count too, at `header_weight`.
-        titled = {h: question.held(h) for h in set(headers)}
-        lexical = [x + header_weight * sum(idf[i] for i in titled[hd] - h) / total
-                   for x, h, hd in zip(lexical, held, headers)]
+    own = [sum(idf[i] for i in h) / total for h in held]
+    # A sentence is read in its document: words of the question that its title holds ("Campanha TikTok"
+    # for "ROAS 4.2") count too, at the header weight.
+    titled = {h: question.held(h) for h in set(headers)} if headers and any(header_weights) else {}
+    from_title = [sum(idf[i] for i in titled[hd] - h) / total for h, hd in zip(held, headers)] if titled else []
     model = relevance([s[1] for s in sentences]) if relevance else None
     out = []
-    for i, (doc_id, text, rank, chunk_score) in enumerate(sentences):
-        prior = 0.5 + 0.5 * chunk_score
-        score = lexical[i] * prior
-        if model is not None:
-            share = max(lexical[i], model[i]) if wordless and wordless[i] else lexical[i]
-            score = 0.5 * share * prior + 0.5 * model[i] * prior
-        out.append(Candidate(doc_id, text, held[i], score, rank, bool(wordless and wordless[i])))
-    out.sort(key=lambda c: (-c.score, c.rank))
+    for weight in header_weights:
+        lexical = [x + weight * t for x, t in zip(own, from_title)] if weight and from_title else own
+        ranked = []
+        for i, (doc_id, text, rank, chunk_score) in enumerate(sentences):
+            prior = 0.5 + 0.5 * chunk_score
+            score = lexical[i] * prior
+            if model is not None:
+                share = max(lexical[i], model[i]) if wordless and wordless[i] else lexical[i]
+                score = 0.5 * share * prior + 0.5 * model[i] * prior
+            ranked.append(Candidate(doc_id, text, held[i], score, rank, bool(wordless and wordless[i])))
+        ranked.sort(key=lambda c: (-c.score, c.rank))
+        out.append(ranked)
     return out
 
 
