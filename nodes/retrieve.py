@@ -141,27 +141,25 @@ def _task_key(task: RetrieveTask) -> str:
     return f"retrieve[{task['index']}]"
 
 
+def _manifest(index, collection: str) -> dict:
+    """The collection's manifest; empty when the index keeps none or cannot read it (the search itself
+    will fail, and say why)."""
+    manifest = getattr(index, "manifest", None)
+    try:
+        return (manifest(collection) if manifest else None) or {}
+    except Exception:
+        return {}
+
+
 def _dimension_problem(index, collection: str, vector: list[float] | None) -> str | None:
     """Why `vector` cannot search `collection`'s dense vectors (another dimension), or None."""
-    manifest = getattr(index, "manifest", None)
-    if vector is None or manifest is None:
+    if vector is None:
         return None
-    try:
-        dims = (manifest(collection) or {}).get("dimensions")
-    except Exception:  # the search itself will fail, and say why
-        return None
+    dims = _manifest(index, collection).get("dimensions")
     if isinstance(dims, int) and len(vector) != dims:
         return (f"embeddings of {len(vector)} dimensions cannot search collection '{collection}' ({dims} dimensions); "
                 "lexical search only")
     return None
-
-
-def _collection_language(index, collection: str) -> str | None:
-    """The language the collection's manifest records for all its text ("mixed", or None when unknown)."""
-    try:
-        return ((getattr(index, "manifest", None) or (lambda _: None))(collection) or {}).get("language")
-    except Exception:  # the search itself will fail, and say why
-        return None
 
 
 def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, tuple], by_question: bool, sparse, filters,
@@ -181,7 +179,8 @@ def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, tuple], by_que
             problems.append(problem)
             dense_vector = similarity_to = None
         flags = boost_flags
-        if other_languages and _collection_language(index, collection) != language:
+        # The manifest records the language of all the collection's text ("mixed" when several).
+        if other_languages and _manifest(index, collection).get("language") != language:
             flags = {**boost_flags, OTHER_LANGUAGE_FLAG: {"language": other_languages}}
         found = index.search(collection, dense=dense_vector, sparse=sparse, tenant=ctx.tenant, filters=filters,
                              limit=limit, similarity_to=similarity_to, match_terms=question_terms, flags=flags)
