@@ -93,7 +93,8 @@ class Profile:
     min_score: float                                    # rerank score below which a chunk is dropped
     max_context_chars: int = field(metadata=_POSITIVE)  # characters of chunk text handed to the composer
     # Candidates the relevance model (cross-encoder, Cohere) scores; None: rerank.relevance's `candidates`,
-    # 0: none (a latency-critical intent keeps ragate's own reranker only).
+    # 0: none (a latency-critical intent keeps ragate's own reranker only). Set above 0, it also asks for
+    # the cross-encoder under `auto` (English) on the profile's intents.
     rerank_depth: int | None = field(default=None, metadata=_between(0, 1000))
 
 
@@ -257,8 +258,11 @@ class RelevanceModelSettings:
 
 @dataclass(frozen=True)
 class RelevanceModels:
-    # The local cross-encoder (`auto` for English, `local/ms-marco-minilm`): cost grows with what it reads.
+    # The local cross-encoder (`local/ms-marco-minilm`): cost grows with what it reads.
     cross_encoder: RelevanceModelSettings = RelevanceModelSettings(candidates=12, weight=0.3, keep_scale=True)
+    # Whether `auto` scores an English question over English collections with the cross-encoder for every
+    # intent. False: only where a profile's `rerank_depth` asks for it (ragate's own reranker elsewhere).
+    auto_cross_encoder: bool = False
     # A relevance server (`cohere/<model>`): reads whole chunks; a strong model's score can stand alone.
     server: RelevanceModelSettings = RelevanceModelSettings(candidates=25, weight=1.0)
 

@@ -84,8 +84,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("RAGATE_CHAT_MODEL", str, "Chat model (`Context.chat_model`): `openai/<model>`, or `none` for the "
                                        "deterministic composer, decomposer and judge.",
              default="none"),
-    Variable("RAGATE_RERANK_MODEL", str, "Reranker (`Context.rerank_model`): `auto` (the local cross-encoder for "
-                                         "English questions over English collections, else ragate's own), "
+    Variable("RAGATE_RERANK_MODEL", str, "Reranker (`Context.rerank_model`): `auto` (ragate's own, or the local "
+                                         "cross-encoder for English where the policy asks for it), "
                                          "`local/ms-marco-minilm`, `cohere/<model>`, or `none` for ragate's own.",
              default="auto"),
     Variable("RAGATE_VECTOR_STORE", str, "Vector engine (`Context.vector_store`): `embedded` (in-process, under the "

@@ -10,7 +10,8 @@ of the question's nearest chunks are in another language (the engine flags them)
 across languages: the lexical weights shrink to the question-language share and go to the dense one, and
 an other-language chunk counts its dense relevance as its lexical one (`rerank.cross_lingual`). A
 relevance model then rescores the best candidates (`relevance_rerank`: under `auto`, the local
-cross-encoder for an English question over English collections; `cohere/<model>` when configured).
+cross-encoder for an English question over English collections where the policy or a profile asks for it;
+`cohere/<model>` when configured).
 For a split question, the first places are then chosen to cover its parts (`diversify`, xQuAD).
 The signals were computed inside the engine during retrieval, so scoring reads no text. So were the
 boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
@@ -309,7 +310,8 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
 def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_terms: set[int], ranked: list[Chunk],
                      boosts: dict, index: VectorIndex) -> tuple[list[Chunk], list[str]]:
     """Rerank the best candidates with the run's relevance model (graph/providers/relevance.py: the local
-    cross-encoder under `auto` for an English question over English collections, or the configured
+    cross-encoder under `auto` for an English question over English collections where the policy's
+    `auto_cross_encoder` or the profile's `rerank_depth` asks for it, or the configured
     `local/...` / `cohere/...` one). A local model reads each candidate as its header and its best
     window (algorithms/passages.py), a server the whole chunk (`rerank.relevance.cross_encoder` /
     `.server`: how many, and `weight`: the model's share of the score, kept in `scores.provider_rerank`;
@@ -318,13 +320,15 @@ def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_te
     Any failure keeps it too and says why."""
     depth = rag["profile"].get("rerank_depth")
     notes: list[str] = []
+    models = policy.rerank.relevance
     try:
         languages = [(index.manifest(c) or {}).get("language") for c in rag["collections"]]
-        spec = choose_relevance(ctx, rag.get("language", "en"), languages)
+        # Under `auto` a profile that sets a depth asks for the cross-encoder on its intents.
+        spec = choose_relevance(ctx, rag.get("language", "en"), languages,
+                                auto_cross_encoder=models.auto_cross_encoder or bool(depth))
         if spec is None or depth == 0:
             return ranked, []
         analyzer, language = get_analyzer(policy), rag.get("language", "en")
-        models = policy.rerank.relevance
         settings = models.cross_encoder if spec.startswith("local/") else models.server
         depth = settings.candidates if depth is None else int(depth)
         scorer = relevance_scorer(spec, ctx, analyzer=analyzer, language=language, max_tokens=settings.max_tokens,

@@ -149,8 +149,26 @@ def ask_retrieval(home: Path, question: str, **context):
     return compile_graph(retrieval_only=True).invoke({"question": question}, context=ctx)
 
 
-def test_auto_reranks_an_english_question_over_an_english_collection_with_the_cross_encoder(english_home):
+def cross_encoder_in_auto(raw):
+    raw["rerank"]["relevance"]["auto_cross_encoder"] = True
+
+
+def test_auto_reranks_with_ragates_own_reranker_unless_the_policy_asks_for_the_cross_encoder(english_home,
+                                                                                              write_policy):
     state = ask_retrieval(english_home, "What was the main reason for online returns?")
+    assert not state.get("errors"), state.get("errors")
+    assert state["reranked"][0]["docId"] == "returns"
+    assert all(c["scores"].get("provider_rerank") is None for c in state["reranked"])
+    # Named, the cross-encoder is used whatever the policy says.
+    state = ask_retrieval(english_home, "What was the main reason for online returns?",
+                          rerank_model="local/ms-marco-minilm")
+    assert state["reranked"][0]["scores"]["provider_rerank"] is not None
+
+
+def test_auto_reranks_an_english_question_over_an_english_collection_with_the_cross_encoder(english_home,
+                                                                                             write_policy):
+    state = ask_retrieval(english_home, "What was the main reason for online returns?",
+                          policy_path=str(write_policy(cross_encoder_in_auto)))
     assert not state.get("errors"), state.get("errors")
     top = state["reranked"][0]
     assert top["docId"] == "returns"
@@ -166,12 +184,15 @@ def test_auto_reranks_an_english_question_over_an_english_collection_with_the_cr
 
 
 def test_no_cross_encoder_for_a_portuguese_question_or_when_switched_off(english_home, write_policy):
-    state = ask_retrieval(english_home, "Qual foi o principal motivo das devoluções online?")
+    asked = str(write_policy(cross_encoder_in_auto))
+    state = ask_retrieval(english_home, "Qual foi o principal motivo das devoluções online?", policy_path=asked)
     assert all(c["scores"].get("provider_rerank") is None for c in state["reranked"])
-    state = ask_retrieval(english_home, "What was the main reason for online returns?", rerank_model="none")
+    state = ask_retrieval(english_home, "What was the main reason for online returns?", rerank_model="none",
+                          policy_path=asked)
     assert all(c["scores"].get("provider_rerank") is None for c in state["reranked"])
 
     def no_depth(raw):
+        cross_encoder_in_auto(raw)
         for profile in raw["profiles"].values():
             profile["rerank_depth"] = 0
 
@@ -182,7 +203,8 @@ def test_no_cross_encoder_for_a_portuguese_question_or_when_switched_off(english
     assert state["reranked"][0]["docId"] == "returns"
 
 
-def test_a_profile_depth_limits_the_scored_candidates(english_home, write_policy):
+def test_a_profile_depth_asks_for_the_cross_encoder_and_limits_the_scored_candidates(english_home, write_policy):
+    # The policy leaves the cross-encoder out of `auto`; a profile's depth asks for it on its intents.
     def depth_one(raw):
         for profile in raw["profiles"].values():
             profile["rerank_depth"] = 1

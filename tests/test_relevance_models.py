@@ -130,19 +130,21 @@ def test_relevance_scorer_names():
         relevance_scorer("cohere/rerank-v3.5", Context(rerank_model="cohere/rerank-v3.5"))
 
 
-@pytest.mark.parametrize("spec, question, collections, expected", [
-    ("auto", "en", ["en"], CROSS_ENCODER),
-    ("auto", "en", ["en", "en"], CROSS_ENCODER),
-    ("auto", "pt", ["en"], None),        # the model was trained on English questions
-    ("auto", "en", ["mixed"], None),     # and English passages
-    ("auto", "en", ["en", None], None),  # a collection of unknown language
-    ("auto", "en", [], None),
-    ("none", "en", ["en"], None),
-    ("local/ms-marco-minilm", "pt", ["pt"], CROSS_ENCODER),  # named: used as named
-    ("cohere/rerank-v3.5", "pt", ["mixed"], "cohere/rerank-v3.5"),
+@pytest.mark.parametrize("spec, question, collections, asked, expected", [
+    ("auto", "en", ["en"], True, CROSS_ENCODER),
+    ("auto", "en", ["en", "en"], True, CROSS_ENCODER),
+    ("auto", "en", ["en"], False, None),        # not asked for: ragate's own reranker
+    ("auto", "pt", ["en"], True, None),         # the model was trained on English questions
+    ("auto", "en", ["mixed"], True, None),      # and English passages
+    ("auto", "en", ["en", None], True, None),   # a collection of unknown language
+    ("auto", "en", [], True, None),
+    ("none", "en", ["en"], True, None),
+    ("local/ms-marco-minilm", "pt", ["pt"], False, CROSS_ENCODER),  # named: used as named
+    ("cohere/rerank-v3.5", "pt", ["mixed"], False, "cohere/rerank-v3.5"),
 ])
-def test_auto_uses_the_cross_encoder_for_english_only(spec, question, collections, expected):
-    assert choose_relevance(Context(rerank_model=spec), question, collections) == expected
+def test_auto_uses_the_cross_encoder_only_when_asked_and_for_english_only(spec, question, collections, asked,
+                                                                          expected):
+    assert choose_relevance(Context(rerank_model=spec), question, collections, auto_cross_encoder=asked) == expected
 
 
 def test_check_relevance_fails_early_with_the_setting_named():

@@ -101,7 +101,7 @@ def _provider_flags(p: argparse.ArgumentParser) -> None:
 
 def _rerank_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rerank-model", dest="rerank_model",
-                   help="'auto' (the local cross-encoder for English questions over English collections), "
+                   help="'auto' (ragate's own reranker; the local cross-encoder for English where the policy asks), "
                         "'local/ms-marco-minilm', 'cohere/<model>' or 'none' for ragate's own reranker (default: "
                         "$RAGATE_RERANK_MODEL or auto); Cohere's server and key from $COHERE_BASE_URL / $COHERE_API_KEY")
 

@@ -7,10 +7,12 @@
                             the passages) that a passage holds: any language, no model
 
 `relevance_scorer(spec, ...)` builds one from a "provider/model" string; `choose_relevance(ctx, ...)`
-resolves the run's `rerank_model`, including `auto` (the cross-encoder when the question and every
-collection searched are English, since that is what it was trained on; nothing otherwise, leaving
-ragate's own hybrid reranker). The rerank step scores its candidates with it, and any LangChain
-pipeline can use any provider as a `BaseDocumentCompressor` (`RelevanceCompressor`).
+resolves the run's `rerank_model`, including `auto`: ragate's own hybrid reranker, or the cross-encoder
+where the policy asks for it (`rerank.relevance.auto_cross_encoder`, or a profile's `rerank_depth`) and
+the question and every collection searched are English, since that is what it was trained on. On both
+English dev sets the cross-encoder added nothing measurable over ragate's own blend of bge-small, BM25
+and lexical coverage, at ~110 ms a question (bench/RESULTS.md), so `auto` does not use it by default. The rerank step scores its candidates with the model chosen, and
+any LangChain pipeline can use any provider as a `BaseDocumentCompressor` (`RelevanceCompressor`).
 """
 
 from __future__ import annotations
@@ -121,14 +123,16 @@ def relevance_scorer(spec: str, ctx: Any, *, analyzer: Analyzer | None = None, l
     return CohereRelevance(ctx, top_n=top_n)
 
 
-def choose_relevance(ctx: Any, question_language: str, collection_languages: Sequence[str | None]) -> str | None:
+def choose_relevance(ctx: Any, question_language: str, collection_languages: Sequence[str | None], *,
+                     auto_cross_encoder: bool) -> str | None:
     """The relevance model the rerank step uses for this question, or None (ragate's own reranker).
-    `auto`: the cross-encoder when the question and every collection searched are English."""
+    `auto`: the cross-encoder when `auto_cross_encoder` (the policy's, or a profile that asks for it) and
+    the question and every collection searched are English; ragate's own reranker otherwise."""
     spec = (ctx.rerank_model or "").strip()
     if spec.casefold() == AUTO:
         english = question_language in CROSS_ENCODER_LANGUAGES and collection_languages and all(
             lang in CROSS_ENCODER_LANGUAGES for lang in collection_languages)
-        return CROSS_ENCODER if english else None
+        return CROSS_ENCODER if english and auto_cross_encoder else None
     return None if parse_spec("RAGATE_RERANK_MODEL", spec, RERANK_PROVIDERS) is None else spec
 
 
