@@ -43,7 +43,7 @@ from graph.algorithms.direct_answer import (
     rankings,
 )
 from graph.algorithms.judging import checker_for, sources_of
-from graph.algorithms.passages import claim_sentences
+from graph.algorithms.passages import block_after, claim_sentences
 from graph.algorithms.question_form import question_form
 from graph.algorithms.text import YEAR, Analyzer, citations_in, get_analyzer
 from graph.context import Context
@@ -273,6 +273,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     max_points = (min(cfg.direct.max_points, len(parts) + 1) if form.wants_short_answer
                   else cfg.max_sentences)
     titles = {c["docId"]: words.held(_title(c)) for c in chunks}
+    listed: dict[int, int] = {}  # a listed point's part (by the candidate's id)
+    lead_in: dict[int, str] = {}  # the heading a list's first point is quoted with
     if form.kind == "open" and len(titles[chunks[0]["docId"]]) >= cfg.direct.document_share * len(words):
         picked = document_points(candidates, chunks[0], max_points, cfg.max_answer_chars, words)
     else:
@@ -285,6 +287,15 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         elif form.kind == "open" and picked:
             passage = passage_points(candidates, chunks, picked[0], question, cfg.direct.passage_sentences)
             picked = take_in_order(passage + picked[1:], max_points, cfg.max_answer_chars)
+        # A part that a heading names is answered by the list under it (its items hold none of its words).
+        for part_index, heading, items in listed_points(parts, chunks, candidates, words):
+            fresh = [c for c in items if all(c.text != p.text for p in picked)]
+            if not fresh:
+                continue
+            # The whole list, within the answer's size: half a list answers the part wrongly.
+            picked = take_in_order(fresh, len(picked) + len(fresh), cfg.max_answer_chars, picked)
+            listed.update({id(c): part_index for c in fresh if c in picked})
+            lead_in[id(fresh[0])] = heading
     if source and first is None:
         picked = [c for c in picked if c is not source]
     if found and found.also_from:
@@ -297,10 +308,10 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         lines += [direct_line(found, language), ""]
     order = {id(c): i for i, c in enumerate(candidates)}
     if form.compares and len(parts) > 1:
-        picked.sort(key=lambda c: _part_of(c, parts, words))
-    elif found is None and form.kind != "open":  # an explanation keeps its passage in order
+        picked.sort(key=lambda c: listed.get(id(c), _part_of(c, parts, words)))
+    elif found is None and form.kind != "open" and not listed:  # an explanation keeps its passage in order
         picked.sort(key=lambda c: (c.rank, order[id(c)]))
-    lines += [f"- {_cite(c.text, [c.doc_id])}" for c in picked]
+    lines += [f"- {_cite(' '.join(filter(None, [lead_in.get(id(c)), c.text])), [c.doc_id])}" for c in picked]
     # A part's words cannot be looked for in text of another language: with such evidence at hand, no part
     # is named missing (the English report may hold "a taxa atual de devolução").
     missing = ([] if any(in_another_language(c, language) for c in chunks)
@@ -382,6 +393,38 @@ def passage_points(candidates: list[Candidate], chunks: list[Chunk], best: Candi
                         and chunk["content"].find(c.text) > start and not off_period(c.text, question)),
                        key=lambda c: chunk["content"].find(c.text))
     return [best, *following[:after]]
+
+
+def listed_points(parts: list[str], chunks: list[Chunk], candidates: list[Candidate],
+                  words: QuestionWords) -> list[tuple[int, str, list[Candidate]]]:
+    """What a heading lists for a part of a multi-part question: (part index, heading, the sentences under
+    it, in order). A part whose own words (not its document's title's, not another part's) a heading holds,
+    most of them ("quais ações o playbook recomenda" and "Ações recomendadas:"), is answered by the list
+    under that heading (its numbered or bulleted lines, `block_after`), whose items hold none of those
+    words and so are never chosen for them. The first such heading of the best chunk holding one wins; one per part."""
+    if len(parts) < 2:
+        return []
+    asked = [words.held(p) for p in parts]
+    out, used = [], set()
+    for i, part_words in enumerate(asked):
+        others = frozenset().union(*(a for j, a in enumerate(asked) if j != i))
+        for rank, chunk in enumerate(chunks):
+            own = part_words - others - words.held(_title(chunk))
+            content = chunk["content"]
+            heading = next((m for m in _HEADING.finditer(content)
+                            if own and len(words.held(m.group(0)) & own) * 2 >= len(own)
+                            and (rank, m.start()) not in used),
+                           None)
+            if heading is None:
+                continue
+            section = " ".join(block_after(content, heading.end()).split())
+            items = sorted((c for c in candidates if c.rank == rank and c.text in section),
+                           key=lambda c: section.find(c.text))
+            if items:
+                used.add((rank, heading.start()))
+                out.append((i, heading.group(0).strip(), items))
+                break
+    return out
 
 
 def take_in_order(candidates: list[Candidate], max_points: int, max_chars: int,

@@ -332,3 +332,47 @@ def test_blank_tenant_means_nothing_remembered(tmp_path):
     assert state["rag"]["disabled_reason"] == "no_tenant"
     assert state["memory"]["saved"] is False
     assert store.search(("ragate",)) == []
+
+
+# --- a part answered by the list a heading names ----------------------------------------------
+
+PLAYBOOK = ("Winter campaign playbook 2026\n"
+            "Goal: reach R$ 132 million in winter sales, 11.5% above the R$ 118.4 million of winter 2025.\n"
+            "Recommended actions:\n"
+            "1. Launch a light-knit capsule for the Northeast in 14 stores.\n"
+            "2. Keep the weekly TikTok fitting-room livestreams on Thursdays.\n"
+            "3. Hold eight weeks of jacket stock in the South stores.\n"
+            "Discount rules: at most 30% until 15 July; clearance from 27 July.")
+
+
+def test_a_part_a_heading_names_is_answered_by_the_list_under_it(policy):
+    from graph.algorithms.text import get_analyzer
+    from nodes.compose import extractive_answer
+
+    chunks = [mk("playbook-2026", 0.9, content=PLAYBOOK, header="Winter campaign playbook 2026")]
+    question = "What is the 2026 winter sales goal and which actions does the playbook recommend?"
+    parts = ["What is the 2026 winter sales goal", "which actions does the playbook recommend"]
+    lines, _ = extractive_answer(question, parts, "en", chunks, get_analyzer(policy), policy)
+    answer = "\n".join(lines)
+    # Every item of the list, in order, the first one introduced by its heading; nothing after the list.
+    items = ["Launch a light-knit capsule", "Keep the weekly TikTok", "Hold eight weeks of jacket stock"]
+    assert "- Recommended actions: Launch a light-knit capsule" in answer
+    assert [answer.index(i) for i in items] == sorted(answer.index(i) for i in items)
+    assert "Discount rules" not in answer
+    assert "R$ 132 million" in answer
+    # The judge sees the part answered.
+    verdict = deterministic_verdict({"answer": answer, "reranked": chunks, "language": "en", "question": question,
+                                     "coverage_level": "medium"}, policy)
+    assert verdict["final_decision"] == "OK", verdict["reasoning"]
+    assert "not addressed" not in json.dumps(verdict["reasoning"])
+
+
+def test_no_list_when_no_heading_names_the_part(policy):
+    from graph.algorithms.text import get_analyzer
+    from nodes.compose import extractive_answer
+
+    chunks = [mk("playbook-2026", 0.9, content=PLAYBOOK, header="Winter campaign playbook 2026")]
+    question = "What is the 2026 winter sales goal and what was the budget of the launch event?"
+    parts = ["What is the 2026 winter sales goal", "what was the budget of the launch event"]
+    lines, _ = extractive_answer(question, parts, "en", chunks, get_analyzer(policy), policy)
+    assert not any("Recommended actions:" in line for line in lines)

@@ -45,6 +45,22 @@ def best_window(text: str, question_terms: set, terms_of: Callable[[str], Iterab
 _BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
 
 
+def block_after(text: str, start: int) -> str:
+    """What a heading ending at `start` introduces: the bulleted or numbered lines that follow it, one
+    after another ("Ações recomendadas:" then "1. …", "2. …"), or, when the next line is not an item,
+    that line alone. Blank lines before it are skipped; the block ends at the first line of another kind."""
+    block: list[str] = []
+    for line in text[start:].splitlines():
+        if not line.strip():
+            if block:
+                break
+            continue
+        if block and not (_BULLET.match(line) and _BULLET.match(block[0])):
+            break
+        block.append(line.strip())
+    return "\n".join(block)
+
+
 def is_title(line: str) -> bool:
     """A heading line: no bullet, no closing punctuation, short. It names a topic, it claims nothing."""
     return not _BULLET.match(line) and line.rstrip()[-1:] not in ".!?:;" and len(line.split()) < 15
