@@ -872,8 +872,9 @@ def main(argv: list[str] | None = None) -> int:
 
         data = run_stage(f"cross-encoder window {args.ce_window_words} {ce_tokens[0]}", test, ce_window)
         rows.append(row(f"+cross-encoder (title + best {args.ce_window_words}-word window, {ce_tokens[0]} tokens)",
-                        data, test, note="ragate's passage choice (policies/rag.yaml: window_words 50, "
-                                         "max_tokens 128); nothing stored"))
+                        data, test, note=f"ragate's passage choice (here window_words {args.ce_window_words}, "
+                                         f"max_tokens {ce_tokens[0]}; the policy's are in policies/rag.yaml); "
+                                         "nothing stored"))
 
     if args.maxp:
         def ce_maxp(qid: str) -> tuple[list[int], dict]:
