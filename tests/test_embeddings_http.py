@@ -121,3 +121,50 @@ def test_misconfiguration_fails_at_start_up_naming_the_setting(monkeypatch, tmp_
     for spec in ("cohere/embed-v4", "openai/", "text-embedding-3-small", "local/unknown"):
         with pytest.raises(ProviderError, match="RAGATE_EMBEDDING_MODEL"):
             check_providers(context(tmp_path, embedding_model=spec))
+
+
+def test_concurrent_requests_for_one_query_share_one_call():
+    """Single flight: the parallel retrieve branches asking for the same question at once get one
+    embedding call between them, and share its failure too."""
+    import threading
+    import time as _time
+
+    from langchain_core.embeddings import Embeddings
+
+    from graph.providers.embeddings import CachedEmbeddings
+
+    class Slow(Embeddings):
+        def __init__(self, fail=False):
+            self.calls, self.fail = 0, fail
+
+        def embed_documents(self, texts):
+            return [self.embed_query(t) for t in texts]
+
+        def embed_query(self, text):
+            self.calls += 1
+            _time.sleep(0.2)
+            if self.fail:
+                raise RuntimeError("provider down")
+            return [1.0, 0.0, 0.0]
+
+    for fail in (False, True):
+        inner = Slow(fail)
+        cached = CachedEmbeddings(inner, "test/slow", None)
+        results, errors = [], []
+
+        def ask():
+            try:
+                results.append(cached.embed_query("what drove sales?"))
+            except RuntimeError as exc:
+                errors.append(str(exc))
+
+        threads = [threading.Thread(target=ask) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert inner.calls == 1
+        assert (errors, results) == ((["provider down"] * 4, []) if fail else ([], [[1.0, 0.0, 0.0]] * 4))
+    # A failure is not remembered: the next request tries again.
+    inner.fail = False
+    assert cached.embed_query("what drove sales?") == [1.0, 0.0, 0.0] and inner.calls == 2

@@ -366,7 +366,9 @@ def test_embedding_provider_fails_at_retrieve(graph, home, scripted_server, monk
         assert DOC in out["citations_used"]
     if retries and mode != "refused":
         branches = [k for k in state["hits"] if ":" not in k]
-        assert injected.n == len(branches) * (retries + 1)  # each branch's call was retried, then given up
+        # Each call was retried, then given up. Branches asking for the question's vector at the same
+        # time share one call (and its failure); one that asks after a failure tries again.
+        assert injected.n % (retries + 1) == 0 and retries + 1 <= injected.n <= len(branches) * (retries + 1)
 
 
 def _rescue_requests(body: dict | None) -> bool:

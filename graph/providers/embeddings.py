@@ -120,6 +120,7 @@ class CachedEmbeddings(Embeddings):
         self.model_name = model_name
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._query_cache_size = query_cache_size
+        self._pending: dict[str, _Flight] = {}  # query texts being embedded now, by another thread
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self.dimensions: int | None = getattr(inner, "dimensions", None)
@@ -182,16 +183,45 @@ class CachedEmbeddings(Embeddings):
             self._queries.clear()
 
     def embed_query(self, text: str) -> list[float]:
+        # Single flight: the parallel retrieve branches of a split question all ask for the whole question
+        # at once; one embeds it and the others wait for its vector (or its failure) instead of embedding
+        # it again (a local model serialises its calls, so each duplicate made every branch wait longer).
         with self._lock:
             if text in self._queries:
                 self._queries.move_to_end(text)
                 return self._queries[text]
-        vec = self._check([self.inner.embed_query(text)], 1)[0]
-        with self._lock:
-            self._queries[text] = vec
-            while len(self._queries) > self._query_cache_size:
-                self._queries.popitem(last=False)
-        return vec
+            flight = self._pending.get(text)
+            owner = flight is None
+            if owner:
+                flight = self._pending[text] = _Flight()
+        if not owner:
+            flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            return flight.vector
+        try:
+            vec = flight.vector = self._check([self.inner.embed_query(text)], 1)[0]
+            with self._lock:
+                self._queries[text] = vec
+                while len(self._queries) > self._query_cache_size:
+                    self._queries.popitem(last=False)
+            return vec
+        except BaseException as exc:
+            flight.error = exc
+            raise
+        finally:
+            with self._lock:
+                self._pending.pop(text, None)
+            flight.done.set()
+
+
+class _Flight:
+    """One query text being embedded: its vector or its failure, once `done` is set."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.vector: list[float] | None = None
+        self.error: BaseException | None = None
 
 
 @functools.lru_cache(maxsize=16)
