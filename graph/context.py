@@ -65,10 +65,11 @@ class Context:
     )
     rerank_model: str = field(
         default_factory=lambda: settings.text("RAGATE_RERANK_MODEL"),
-        metadata={"description": "Relevance model of the rerank step as 'provider/model': 'auto' (default: ragate's own "
-                                 "reranker, or the local cross-encoder for English questions over English "
-                                 "collections where the policy asks for it), local/ms-marco-minilm, cohere/<model> (any Cohere-compatible "
-                                 "/v2/rerank via COHERE_BASE_URL); 'none': ragate's own reranker."},
+        metadata={"description": "Relevance model of the rerank step as 'provider/model': 'auto' (default: "
+                                 "ragate's own reranker, or the local cross-encoder for English questions over "
+                                 "English collections where the policy asks for it), local/ms-marco-minilm, "
+                                 "cohere/<model> (any Cohere-compatible /v2/rerank via COHERE_BASE_URL); 'none': "
+                                 "ragate's own reranker."},
     )
     provider_timeout_s: float = field(
         default_factory=lambda: settings.number("RAGATE_PROVIDER_TIMEOUT"),

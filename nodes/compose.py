@@ -288,7 +288,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
             passage = passage_points(candidates, chunks, picked[0], question, cfg.direct.passage_sentences)
             picked = take_in_order(passage + picked[1:], max_points, cfg.max_answer_chars)
         # A part that a heading names is answered by the list under it (its items hold none of its words).
-        for part_index, heading, items in listed_points(parts, chunks, candidates, words):
+        for part_index, heading, items in listed_points(parts, chunks, candidates, words, titles):
             fresh = [c for c in items if all(c.text != p.text for p in picked)]
             if not fresh:
                 continue
@@ -395,13 +395,14 @@ def passage_points(candidates: list[Candidate], chunks: list[Chunk], best: Candi
     return [best, *following[:after]]
 
 
-def listed_points(parts: list[str], chunks: list[Chunk], candidates: list[Candidate],
-                  words: QuestionWords) -> list[tuple[int, str, list[Candidate]]]:
+def listed_points(parts: list[str], chunks: list[Chunk], candidates: list[Candidate], words: QuestionWords,
+                  titles: dict[str, frozenset[int]]) -> list[tuple[int, str, list[Candidate]]]:
     """What a heading lists for a part of a multi-part question: (part index, heading, the sentences under
     it, in order). A part whose own words (not its document's title's, not another part's) a heading holds,
     most of them ("quais ações o playbook recomenda" and "Ações recomendadas:"), is answered by the list
     under that heading (its numbered or bulleted lines, `block_after`), whose items hold none of those
-    words and so are never chosen for them. The first such heading of the best chunk holding one wins; one per part."""
+    words and so are never chosen for them. `titles`: the question words each document's title holds. The
+    first such heading of the best chunk holding one wins; one per part."""
     if len(parts) < 2:
         return []
     asked = [words.held(p) for p in parts]
@@ -409,7 +410,7 @@ def listed_points(parts: list[str], chunks: list[Chunk], candidates: list[Candid
     for i, part_words in enumerate(asked):
         others = frozenset().union(*(a for j, a in enumerate(asked) if j != i))
         for rank, chunk in enumerate(chunks):
-            own = part_words - others - words.held(_title(chunk))
+            own = part_words - others - titles[chunk["docId"]]
             content = chunk["content"]
             heading = next((m for m in _HEADING.finditer(content)
                             if own and len(words.held(m.group(0)) & own) * 2 >= len(own)

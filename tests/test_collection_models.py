@@ -153,8 +153,7 @@ def cross_encoder_in_auto(raw):
     raw["rerank"]["relevance"]["auto_cross_encoder"] = True
 
 
-def test_auto_reranks_with_ragates_own_reranker_unless_the_policy_asks_for_the_cross_encoder(english_home,
-                                                                                              write_policy):
+def test_auto_reranks_with_ragates_own_reranker_unless_the_policy_asks_for_the_cross_encoder(english_home):
     state = ask_retrieval(english_home, "What was the main reason for online returns?")
     assert not state.get("errors"), state.get("errors")
     assert state["reranked"][0]["docId"] == "returns"

@@ -152,7 +152,7 @@ def test_concurrent_requests_for_one_query_share_one_call():
         cached = CachedEmbeddings(inner, "test/slow", None)
         results, errors = [], []
 
-        def ask():
+        def ask(cached=cached, results=results, errors=errors):
             try:
                 results.append(cached.embed_query("what drove sales?"))
             except RuntimeError as exc:

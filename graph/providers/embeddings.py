@@ -29,6 +29,7 @@ import hashlib
 import sqlite3
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -120,7 +121,7 @@ class CachedEmbeddings(Embeddings):
         self.model_name = model_name
         self._queries: OrderedDict[str, list[float]] = OrderedDict()
         self._query_cache_size = query_cache_size
-        self._pending: dict[str, _Flight] = {}  # query texts being embedded now, by another thread
+        self._pending: dict[str, Future] = {}  # query texts being embedded now, by another thread
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         self.dimensions: int | None = getattr(inner, "dimensions", None)
@@ -193,35 +194,23 @@ class CachedEmbeddings(Embeddings):
             flight = self._pending.get(text)
             owner = flight is None
             if owner:
-                flight = self._pending[text] = _Flight()
+                flight = self._pending[text] = Future()
         if not owner:
-            flight.done.wait()
-            if flight.error is not None:
-                raise flight.error
-            return flight.vector
+            return flight.result()
         try:
-            vec = flight.vector = self._check([self.inner.embed_query(text)], 1)[0]
+            vec = self._check([self.inner.embed_query(text)], 1)[0]
             with self._lock:
                 self._queries[text] = vec
                 while len(self._queries) > self._query_cache_size:
                     self._queries.popitem(last=False)
+            flight.set_result(vec)
             return vec
         except BaseException as exc:
-            flight.error = exc
+            flight.set_exception(exc)
             raise
         finally:
             with self._lock:
                 self._pending.pop(text, None)
-            flight.done.set()
-
-
-class _Flight:
-    """One query text being embedded: its vector or its failure, once `done` is set."""
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.vector: list[float] | None = None
-        self.error: BaseException | None = None
 
 
 @functools.lru_cache(maxsize=16)

@@ -11,8 +11,9 @@ resolves the run's `rerank_model`, including `auto`: ragate's own hybrid reranke
 where the policy asks for it (`rerank.relevance.auto_cross_encoder`, or a profile's `rerank_depth`) and
 the question and every collection searched are English, since that is what it was trained on. On both
 English dev sets the cross-encoder added nothing measurable over ragate's own blend of bge-small, BM25
-and lexical coverage, at ~110 ms a question (bench/RESULTS.md), so `auto` does not use it by default. The rerank step scores its candidates with the model chosen, and
-any LangChain pipeline can use any provider as a `BaseDocumentCompressor` (`RelevanceCompressor`).
+and lexical coverage, at ~110 ms a question (bench/RESULTS.md), so `auto` does not use it by default.
+The rerank step scores its candidates with the model chosen, and any LangChain pipeline can use any
+provider as a `BaseDocumentCompressor` (`RelevanceCompressor`).
 """
 
 from __future__ import annotations
