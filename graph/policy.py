@@ -225,6 +225,12 @@ class ModelRerankSettings:
     dense_calibration: DenseCalibration = DenseCalibration()
     # The compose floor (`compose.relevance_floor`) on this model's score scale; None: the compose one.
     relevance_floor: float | None = field(default=None, metadata=_SHARE)
+    # `weights` order a short question's candidates, `long_question_weights` a long one's
+    # (`rerank.long_questions`; None: `weights` for every length). `score_weights` give the scores the
+    # chunks carry, in that order (the k-th place the k-th best): the scale the composer's relevance floor,
+    # the coverage levels and the profiles' min_score were set on. None: `weights`.
+    long_question_weights: RerankWeights | None = None
+    score_weights: RerankWeights | None = None
 
 
 @dataclass(frozen=True)
@@ -241,6 +247,22 @@ class CrossLingual:
     # between them, or there are none: a subject nothing in its own language speaks of ("carbon emissions")
     # is more likely absent than written in the other language.
     attested_share: float = field(default=0.6, metadata=_SHARE)
+
+
+@dataclass(frozen=True)
+class LongQuestions:
+    """How the embedded reranker weighs a long, many-part question. One vector sums a question up: for a
+    question of a dozen content words it finds passages worded otherwise, for one of thirty it blurs the
+    parts together, while their exact words (names, sources) still pick out the passages that answer.
+    A question's length share runs from 0 at `short_terms` distinct content terms to 1 at `long_terms`;
+    its weights move from the model's `weights` to its `long_question_weights` by that share, and that
+    share of `sentence_weight` goes to the candidates' best single-sentence match to one of its parts
+    (graph/algorithms/passages.py `best_sentence_match`), read from the best `candidates` by the blend."""
+
+    short_terms: int = field(default=12, metadata=_POSITIVE)
+    long_terms: int = field(default=24, metadata=_POSITIVE)
+    sentence_weight: float = field(default=0.0, metadata=_SHARE)  # 0: no sentence is read
+    candidates: int = field(default=30, metadata=_between(1, 1000))
 
 
 @dataclass(frozen=True)
@@ -285,6 +307,12 @@ class RerankSettings:
     diversity: Diversity = Diversity()
     boosts: Boosts = Boosts()
     cross_lingual: CrossLingual = CrossLingual()
+    long_questions: LongQuestions = LongQuestions()
+
+    def length_share(self, question_terms: int) -> float:
+        """0 for a short question, 1 for a long one (`long_questions`), linear in between."""
+        lq = self.long_questions
+        return min(1.0, max(0.0, (question_terms - lq.short_terms) / (lq.long_terms - lq.short_terms)))
 
 
 # --- compose and judge --------------------------------------------------------------------------
@@ -592,6 +620,9 @@ def _check_cross_fields(policy: Policy, fail: typing.Callable[[str, str], Policy
         where = "rag.default" if name == "default" else f"rag.entities.{name}"
         if spec.profile not in policy.profiles:
             raise fail(f"{where}.profile", f"'{spec.profile}' is not a defined profile")
+    lq = policy.rerank.long_questions
+    if lq.short_terms >= lq.long_terms:
+        raise fail("rerank.long_questions", f"short_terms ({lq.short_terms}) must be below long_terms ({lq.long_terms})")
     t = policy.judge.thresholds
     if not 0 <= t.block <= t.ok <= 1:
         raise fail("judge.thresholds", "must satisfy 0 <= block <= ok <= 1")

@@ -5,7 +5,9 @@ Embedded reranker (`local/hybrid`, no downloaded model): a blend of
   lexical — share of the question's terms (stemmed, IDF-weighted over the candidates) in the chunk;
   bm25    — the engine's BM25 score relative to the best one, times the lexical coverage;
   fused   — the RRF score relative to the best one.
-Weights and the cosine scale are the chunk's embedding model's (`rerank.models` in the policy). When some
+Weights and the cosine scale are the chunk's embedding model's (`rerank.models` in the policy); a long,
+many-part question moves towards the model's long-question weights and gives a share of its score to each
+candidate's best sentence for one of its parts (`sentence_evidence`, `rerank.long_questions`). When some
 of the question's nearest chunks are in another language (the engine flags them), words cannot match
 across languages: the lexical weights shrink to the question-language share and go to the dense one, and
 an other-language chunk counts its dense relevance as its lexical one (`rerank.cross_lingual`). A
@@ -13,7 +15,8 @@ relevance model then rescores the best candidates (`relevance_rerank`: under `au
 cross-encoder for an English question over English collections where the policy or a profile asks for it;
 `cohere/<model>` when configured).
 For a split question, the first places are then chosen to cover its parts (`diversify`, xQuAD).
-The signals were computed inside the engine during retrieval, so scoring reads no text. So were the
+The signals were computed inside the engine during retrieval, so scoring reads no text but for a long
+question's best candidates. So were the
 boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
 which multiply here; then `min_score` drops, the survivors' texts are fetched (gated again), and
 `max_chunks` / `max_context_chars` cut.
@@ -29,10 +32,10 @@ import numpy as np
 from langgraph.runtime import Runtime
 
 from graph.algorithms.fusion import fused_ids
-from graph.algorithms.passages import best_window
+from graph.algorithms.passages import best_sentence_match, best_window
 from graph.algorithms.text import get_analyzer, instruction_matcher, strip_instructions
 from graph.context import Context
-from graph.policy import ModelRerankSettings, RerankSettings, RerankWeights
+from graph.policy import LongQuestions, ModelRerankSettings, RerankSettings, RerankWeights
 from graph.providers.relevance import choose_relevance, relevance_scorer
 from graph.providers.resources import bounded_index
 from graph.providers.specs import failure_reason
@@ -64,10 +67,20 @@ def question_language_share(chunks: list[Chunk], neighbours: int) -> float | Non
     return 1.0 - sum(OTHER_LANGUAGE_FLAG in (c.get("flags") or ()) for c in nearest) / len(nearest)
 
 
+def blend(weights: RerankWeights, long_weights: RerankWeights | None, length_share: float) -> RerankWeights:
+    """A question's weights: `weights` for a short one, `long_weights` for a long one, linear in between."""
+    if long_weights is None or length_share <= 0:
+        return weights
+    mix = lambda a, b: (1 - length_share) * a + length_share * b  # noqa: E731
+    return RerankWeights(dense=mix(weights.dense, long_weights.dense), lexical=mix(weights.lexical, long_weights.lexical),
+                         bm25=mix(weights.bm25, long_weights.bm25), fused=mix(weights.fused, long_weights.fused))
+
+
 def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettings,
-                by_collection: dict[str, ModelRerankSettings] | None = None) -> list[Chunk]:
+                by_collection: dict[str, ModelRerankSettings] | None = None, length_share: float = 0.0) -> list[Chunk]:
     """Relevance before boosts, best first. `by_collection`: each collection's weights and cosine scale
-    (its embedding model's; the policy's defaults for a collection not given). When the question's
+    (its embedding model's; the policy's defaults for a collection not given), blended towards its long-question
+    weights by the question's `length_share` (`rerank.long_questions`). When the question's
     nearest chunks are partly in another language, the lexical weights shrink to that share and such
     chunks count their dense relevance as lexical (`rerank.cross_lingual`), provided the chunks in its
     own language hold most of its words, or there are none."""
@@ -88,7 +101,7 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
     out = []
     for chunk, terms in zip(chunks, c_terms):
         model = by_collection.get(chunk.get("collection", ""), default)
-        w, scale = model.weights, model.dense_calibration
+        scale = model.dense_calibration
         span = max(1e-9, scale.ceiling - scale.floor)
         dense = min(1.0, max(0.0, (chunk.get("similarity", 0.0) - scale.floor) / span))
         lexical = lexical_coverage(idf, terms)
@@ -98,17 +111,42 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
         bm25 = (chunk["scores"].get("lexical") or 0.0) / best_bm25 * lexical
         scores = dict(chunk["scores"], dense_relevance=dense, lexical_relevance=lexical, fused_relevance=fused,
                       bm25_relevance=bm25)
+        order_weights = blend(model.weights, model.long_question_weights, length_share)
+        score_weights = model.score_weights or model.weights
         if lexical_scale < 1.0 and attested:
             if OTHER_LANGUAGE_FLAG in (chunk.get("flags") or ()):
                 lexical, bm25 = max(lexical, dense), max(bm25, dense)
-            moved = (w.lexical + w.bm25) * (1.0 - lexical_scale)
-            w = RerankWeights(dense=w.dense + moved, lexical=w.lexical * lexical_scale, bm25=w.bm25 * lexical_scale,
-                              fused=w.fused)
+            order_weights, score_weights = (shrink_lexical(order_weights, lexical_scale),
+                                            shrink_lexical(score_weights, lexical_scale))
             scores["question_language_share"] = share
-        scores["rerank_base"] = w.dense * dense + w.lexical * lexical + w.bm25 * bm25 + w.fused * fused
+        signals = (dense, lexical, bm25, fused)
+        scores["rerank_base"] = weigh(order_weights, *signals)
+        scores["scale_base"] = weigh(score_weights, *signals)
         out.append(dict(chunk, scores=scores))
     out.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
     return out
+
+
+def weigh(w: RerankWeights, dense: float, lexical: float, bm25: float, fused: float) -> float:
+    return w.dense * dense + w.lexical * lexical + w.bm25 * bm25 + w.fused * fused
+
+
+def shrink_lexical(w: RerankWeights, lexical_scale: float) -> RerankWeights:
+    """The lexical weights scaled to the question-language share; the dense weight takes the rest."""
+    moved = (w.lexical + w.bm25) * (1.0 - lexical_scale)
+    return RerankWeights(dense=w.dense + moved, lexical=w.lexical * lexical_scale, bm25=w.bm25 * lexical_scale,
+                         fused=w.fused)
+
+
+def on_score_scale(ranked: list[Chunk]) -> list[Chunk]:
+    """Keep the order, give the scores of the models' score blend (`score_weights`): the k-th place gets the
+    k-th best of them (the blend that orders a long question is not the one the composer's relevance floor
+    and coverage levels, nor the profiles' min_score, were set on). Each chunk keeps its order score as
+    `order_base`. Where the two blends agree (a short question, no `score_weights`) nothing changes."""
+    scale = sorted((c["scores"]["scale_base"] for c in ranked), reverse=True)
+    for chunk, value in zip(ranked, scale):
+        chunk["scores"].update(order_base=chunk["scores"]["rerank_base"], rerank_base=value)
+    return ranked
 
 
 def model_settings(index: VectorIndex, collections: list[str], cfg: RerankSettings) -> dict[str, ModelRerankSettings]:
@@ -121,6 +159,29 @@ def model_settings(index: VectorIndex, collections: list[str], cfg: RerankSettin
             model = None
         out[collection] = cfg.for_model(model)
     return out
+
+
+def sentence_evidence(chunks: list[Chunk], parts: list[set[int]], share: float, settings: LongQuestions,
+                      read_texts, terms_of) -> list[Chunk]:
+    """Blend into each candidate's relevance its best single-sentence match to one part of a long question:
+    `share` × `sentence_weight` of `rerank_base` (the question's length share, `rerank.long_questions`).
+    The best `candidates` by the blend are read (`read_texts`: fetch_texts bound to the run); the rest
+    match nothing, as they ranked below them already. A chunk in another language counts its dense
+    relevance as its sentence match (words cannot match across languages). Best first again."""
+    weight = settings.sentence_weight * share
+    if weight <= 0 or not chunks or not any(parts):
+        return chunks
+    head = read_texts(chunks[: settings.candidates])
+    matches = best_sentence_match([c["content"] for c in head], parts, terms_of)
+    for chunk, match in zip(head, matches):
+        if OTHER_LANGUAGE_FLAG in (chunk.get("flags") or ()):
+            match = max(match, chunk["scores"]["dense_relevance"])
+        chunk["scores"]["sentence_relevance"] = match
+    rest = chunks[settings.candidates:]
+    for chunk in head + rest:
+        match = chunk["scores"].get("sentence_relevance", 0.0)
+        chunk["scores"]["rerank_base"] = (1 - weight) * chunk["scores"]["rerank_base"] + weight * match
+    return sorted(head + rest, key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
 
 
 def apply_boosts(chunks: list[Chunk], boosts: dict[str, tuple[float, dict]]) -> list[Chunk]:
@@ -260,7 +321,8 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     Reads `fused`, `hits` (each aspect's own order, for a split question), `question` and `rag`
     (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the chunks compose
     sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (a
-    provider reranker that failed, payloads refused, text addressed to a model removed)."""
+    provider reranker that failed, payloads refused, text addressed to a model removed). Reads
+    `sub_queries` too: the parts a long question's sentences are matched against."""
     ctx = run_context(runtime)
     rag = state["rag"]
     fused = state.get("fused") or []
@@ -268,24 +330,37 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         return {"reranked": []}
     policy = run_policy(rag, ctx)
     cfg = policy.rerank
-    question_terms = set(get_analyzer(policy).terms(state["question"], rag.get("language", "en")))
+    analyzer, language = get_analyzer(policy), rag.get("language", "en")
+    question_terms = set(analyzer.terms(state["question"], language))
     profile = rag["profile"]
     max_chunks = int(rag.get("max_chunks") or cfg.top_n)
     index = bounded_index(ctx)
     settings_of = model_settings(index, rag["collections"], cfg)
-    scored = base_scores(question_terms, fused, cfg, settings_of)
-    if not ctx.rerank:
+    length_share = cfg.length_share(len(question_terms))
+    scored = base_scores(question_terms, fused, cfg, settings_of, length_share)
+    errors: list[str] = []
+    if ctx.rerank:
+        parts = [set(analyzer.terms(part, language)) for part in state.get("sub_queries") or [state["question"]]]
+        try:
+            scored = sentence_evidence(scored, parts, length_share, cfg.long_questions,
+                                       lambda head: fetch_texts(head, ctx.tenant, index, errors),
+                                       lambda text: analyzer.terms(text, language))
+        except Exception as exc:  # the texts could not be read: the blend without them stands
+            errors.append(f"rerank: the candidates' texts could not be read for their best sentences "
+                          f"({failure_reason(exc)}); ranked without them")
+        scored = on_score_scale(scored)
+    else:
         # Switched off: the fused order stands, scored relative to the best fused chunk.
         for c in scored:
             c["scores"]["rerank_base"] = c["scores"]["fused_relevance"]
         scored.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
     boosts = policy.boosts(ctx.current_year) if ctx.boosts else {}
     ranked = apply_boosts(scored, boosts)
-    errors: list[str] = []
     if ctx.rerank:
-        ranked, errors = relevance_rerank(ctx, policy, rag, state["question"], question_terms, ranked, boosts, index)
+        ranked, provider_errors = relevance_rerank(ctx, policy, rag, state["question"], question_terms, ranked, boosts, index)
         aspects = aspect_relevance(state.get("hits") or {}, state["question"], ranked, cfg.diversity.rank_decay)
         ranked = diversify(ranked, aspects, cfg.diversity.weight, 2 * max_chunks)
+        errors += provider_errors
     # Texts are read only for the chunks that made the cut once boosted: twice the budget, so the
     # character limit still has chunks to choose from.
     try:

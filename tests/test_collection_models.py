@@ -206,7 +206,8 @@ def test_a_profile_depth_asks_for_the_cross_encoder_and_limits_the_scored_candid
     # The policy leaves the cross-encoder out of `auto`; a profile's depth asks for it on its intents.
     def depth_one(raw):
         for profile in raw["profiles"].values():
-            profile["rerank_depth"] = 1
+            # No floor: the unrelated chunks stay, to show where the unscored ones rank.
+            profile.update(rerank_depth=1, min_score=0.0)
 
     state = ask_retrieval(english_home, "What was the main reason for online returns?",
                           policy_path=str(write_policy(depth_one)))

@@ -188,9 +188,13 @@ def test_invalid_yaml_raises_policy_error(write_policy):
         (lambda r: r["languages"]["analyzers"].__setitem__("pt", "klingon"), "languages.analyzers.pt"),
         (lambda r: r.__setitem__("retrieval", ["ctr"]), "retrieval"),
         (lambda r: r["judge"].__setitem__("empty_closers", "bye"), "judge.empty_closers"),
+        (lambda r: r["rerank"]["long_questions"].update(short_terms=30, long_terms=20), "rerank.long_questions"),
+        (lambda r: r["rerank"]["long_questions"].__setitem__("sentence_weight", 1.5),
+         "rerank.long_questions.sentence_weight"),
     ],
     ids=["k-not-a-number", "unknown-profile", "too-many-subqueries", "clause-words-not-a-number", "allow-not-a-list",
-         "block-above-ok", "missing-section", "unknown-stemmer", "retrieval-not-a-mapping", "closers-not-a-list"],
+         "block-above-ok", "missing-section", "unknown-stemmer", "retrieval-not-a-mapping", "closers-not-a-list",
+         "long-below-short", "sentence-weight-above-one"],
 )
 def test_bad_field_raises_policy_error_naming_it(write_policy, mutate, field):
     path = write_policy(mutate)

@@ -11,12 +11,14 @@ import pytest
 import nodes.retrieve as retrieve_mod
 from graph.algorithms.fusion import RRF_K, reciprocal_rank_fusion
 from graph.indexing.ingest import render_performance_snapshot
-from graph.policy import RerankSettings, load_policy
+from graph.algorithms.passages import best_sentence_match
+from graph.algorithms.text import get_analyzer
+from graph.policy import LongQuestions, RerankSettings, load_policy
 from graph.providers.embeddings import get_embeddings
 from graph.providers.resources import Resources
 from graph.providers.vectorstore import open_index, point_id
 from graph.state import OTHER_LANGUAGE_FLAG
-from nodes.rerank import base_scores
+from nodes.rerank import base_scores, blend, on_score_scale, sentence_evidence
 from nodes.rrf import rrf
 
 
@@ -307,3 +309,93 @@ def test_a_subject_nothing_in_the_questions_language_speaks_of_is_not_imputed():
 def test_a_null_question_in_english_over_the_mixed_samples_still_finds_nothing(ask):
     state = ask("What is Acme Moda's carbon-emissions reduction target for 2030?")
     assert state["coverage_level"] == "none" and not state["citations_used"], state["answer"]
+
+
+# --- long, many-part questions ---------------------------------------------------------------------
+
+
+def test_a_questions_length_share_moves_its_weights_from_short_to_long():
+    policy = load_policy()
+    settings = policy.rerank
+    lq = settings.long_questions
+    assert settings.length_share(lq.short_terms) == 0.0 and settings.length_share(lq.long_terms) == 1.0
+    assert settings.length_share(lq.short_terms - 5) == 0.0 and settings.length_share(lq.long_terms + 9) == 1.0
+    assert 0 < settings.length_share((lq.short_terms + lq.long_terms) // 2) < 1
+    model = settings.for_model("local/bge-small")
+    assert blend(model.weights, model.long_question_weights, 0.0) == model.weights
+    assert blend(model.weights, model.long_question_weights, 1.0) == model.long_question_weights
+    assert blend(model.weights, None, 1.0) == model.weights  # a model without long weights keeps its own
+    half = blend(model.weights, model.long_question_weights, 0.5)
+    assert half.dense == pytest.approx((model.weights.dense + model.long_question_weights.dense) / 2)
+    # The same candidates rank otherwise for a long question: bge-small's long weights lean on BM25.
+    close_in_meaning = dict(_candidate("meaning", 0.85, [1], 1.0, True), collection="en")
+    exact_words = dict(_candidate("words", 0.62, [1, 2, 3, 4], 9.0, True), collection="en")
+    by_collection = {"en": model}
+    short = base_scores({1, 2, 3, 4}, [dict(close_in_meaning), dict(exact_words)], settings, by_collection, 0.0)
+    long = base_scores({1, 2, 3, 4}, [dict(close_in_meaning), dict(exact_words)], settings, by_collection, 1.0)
+    assert short[0]["id"] == "meaning" and long[0]["id"] == "words"
+
+
+def test_best_sentence_match_scores_one_sentence_holding_a_part_above_words_spread_thin():
+    analyzer = get_analyzer(load_policy())
+    terms_of = lambda text: analyzer.terms(text, "en")  # noqa: E731
+    parts = [set(terms_of("Britney Spears was forced to take lithium")), set(terms_of("Kevin Federline praised her"))]
+    one_sentence = ("The singer spoke at a hearing in Los Angeles. In court, Spears said she had been forced to take "
+                    "lithium against her will. The judge adjourned.")
+    spread = ("Spears released an album. Critics were forced to revise their views. Lithium prices rose this year. "
+              "Federline moved to Hawaii.")
+    unrelated = "Electricity costs rose by a fifth after the new contract took effect."
+    scores = best_sentence_match([one_sentence, spread, unrelated], parts, terms_of)
+    assert scores[0] > 0.6 and scores[0] > scores[1] > scores[2] == 0.0
+    assert best_sentence_match([one_sentence], [set()], terms_of) == [0.0]
+    assert best_sentence_match([], parts, terms_of) == []
+
+
+def test_sentence_evidence_reads_the_best_candidates_of_a_long_question_only():
+    settings = LongQuestions(short_terms=5, long_terms=10, sentence_weight=0.5, candidates=2)
+    texts = {"a": "Nothing here matches.", "b": "Spears said she was forced to take lithium.",
+             "c": "Spears was forced to take lithium, she said."}
+    chunks = [{"id": cid, "content": texts[cid], "flags": [], "scores": {"rerank_base": base, "dense_relevance": 0.5}}
+              for cid, base in (("a", 0.9), ("b", 0.8), ("c", 0.7))]
+    read: list[list[str]] = []
+
+    def read_texts(head):
+        read.append([c["id"] for c in head])
+        return head
+
+    analyzer = get_analyzer(load_policy())
+    terms_of = lambda text: analyzer.terms(text, "en")  # noqa: E731
+    parts = [set(terms_of("forced to take lithium"))]
+    ranked = sentence_evidence([dict(c, scores=dict(c["scores"])) for c in chunks], parts, 1.0, settings,
+                               read_texts, terms_of)
+    assert read == [["a", "b"]]  # only the best `candidates`
+    assert [c["id"] for c in ranked] == ["b", "a", "c"]  # b's sentence lifts it; c was not read
+    assert ranked[0]["scores"]["sentence_relevance"] == pytest.approx(1.0)
+    assert "sentence_relevance" not in ranked[2]["scores"]
+    # A short question (length share 0), or a weight of 0: nothing is read, the order stands.
+    read.clear()
+    same = sentence_evidence([dict(c, scores=dict(c["scores"])) for c in chunks], parts, 0.0, settings, read_texts,
+                             terms_of)
+    assert read == [] and [c["id"] for c in same] == ["a", "b", "c"]
+
+
+def test_a_long_questions_order_carries_the_score_blends_values():
+    # Ordered by the long-question weights, scored on the blend the composer's floors were set on: the
+    # k-th place gets the k-th best score, so a floor passes as many chunks as before, in the new order.
+    model = load_policy().rerank.for_model("local/bge-small")
+    assert model.score_weights is not None and model.score_weights != model.long_question_weights
+    settings = load_policy().rerank
+    chunks = [dict(_candidate("meaning", 0.85, [1], 1.0, True), collection="en"),
+              dict(_candidate("words", 0.62, [1, 2, 3, 4], 9.0, True), collection="en"),
+              dict(_candidate("neither", 0.55, [2], 2.0, True), collection="en")]
+    scored = base_scores({1, 2, 3, 4}, chunks, settings, {"en": model}, 1.0)
+    scale = sorted((c["scores"]["scale_base"] for c in scored), reverse=True)
+    order = [c["id"] for c in scored]
+    ranked = on_score_scale(scored)
+    assert [c["id"] for c in ranked] == order == ["words", "meaning", "neither"]
+    assert [c["scores"]["rerank_base"] for c in ranked] == scale
+    assert all("order_base" in c["scores"] for c in ranked)
+    # A short question under a model without score weights: the scores are its own.
+    plain = base_scores({1, 2, 3, 4}, [dict(c) for c in chunks], RerankSettings(), None, 0.0)
+    own = [c["scores"]["rerank_base"] for c in plain]
+    assert [c["scores"]["rerank_base"] for c in on_score_scale(plain)] == own

@@ -1,15 +1,18 @@
-"""Passage windows: the part of a chunk a relevance model reads.
+"""Passages within a chunk: the part of it that answers.
 
 A cross-encoder's cost grows with the length of what it reads, and a 450-token chunk usually answers a
 question in two or three of its sentences. `best_window` picks the run of consecutive sentences, at most
 `max_words` long, that holds the most of the question's terms (each counted once, rarer terms first
 among ties by position), so the model scores the chunk's best part instead of its first 128 tokens.
+`best_sentence_match` scores each chunk by its one sentence that best matches one part of a question.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Callable, Iterable
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 
 from graph.algorithms.text import split_sentences
 
@@ -40,6 +43,29 @@ def best_window(text: str, question_terms: set, terms_of: Callable[[str], Iterab
     window = " ".join(sentences[best[0]:best[1]])
     cut = window.split()
     return window if len(cut) <= max_words else " ".join(cut[:max_words])
+
+
+def best_sentence_match(texts: Sequence[str], parts: Sequence[set], terms_of: Callable[[str], Iterable]) -> list[float]:
+    """For each text, 0–1: the largest share of one part's terms that one of its sentences holds, each term
+    weighted by its IDF over all the texts' sentences (a rare name counts more than "report").
+
+    A many-part question is answered a part at a time, each part by a sentence or two somewhere in a
+    document: a chunk whose one sentence holds most of a part is likelier to answer than one whose
+    words match the whole question thinly, spread over 450 tokens. `parts`: each part's terms (the whole
+    question's, for a question not split)."""
+    sentences = [[frozenset(terms_of(s)) for s in split_sentences(text) if s.strip()] for text in texts]
+    df = Counter(t for chunk in sentences for sentence in chunk for t in sentence)
+    n = sum(len(chunk) for chunk in sentences)
+    idf = {t: math.log(1 + n / (1 + df[t])) for part in parts for t in part}
+    totals = [sum(idf[t] for t in part) for part in parts]
+    best = []
+    for chunk in sentences:
+        score = 0.0
+        for part, total in zip(parts, totals):
+            if total:
+                score = max(score, max((sum(idf[t] for t in part & s) / total for s in chunk), default=0.0))
+        best.append(score)
+    return best
 
 
 _BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
