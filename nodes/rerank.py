@@ -98,9 +98,14 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
     best_fused = max((c["scores"].get("fused", 0.0) for c in chunks), default=0.0) or 1.0
     # The engine's BM25 score (corpus IDF, term frequency, length norm), relative to the best one.
     best_bm25 = max((c["scores"].get("lexical") or 0.0 for c in chunks), default=0.0) or 1.0
+    # Each collection's (order weights, score weights) for this question, worked out once.
+    weights_of = {name: (blend(m.weights, m.long_question_weights, length_share), m.score_weights or m.weights)
+                  for name, m in by_collection.items()}
+    default_weights = (blend(default.weights, default.long_question_weights, length_share), default.weights)
     out = []
     for chunk, terms in zip(chunks, c_terms):
         model = by_collection.get(chunk.get("collection", ""), default)
+        order_weights, score_weights = weights_of.get(chunk.get("collection", ""), default_weights)
         scale = model.dense_calibration
         span = max(1e-9, scale.ceiling - scale.floor)
         dense = min(1.0, max(0.0, (chunk.get("similarity", 0.0) - scale.floor) / span))
@@ -111,8 +116,6 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
         bm25 = (chunk["scores"].get("lexical") or 0.0) / best_bm25 * lexical
         scores = dict(chunk["scores"], dense_relevance=dense, lexical_relevance=lexical, fused_relevance=fused,
                       bm25_relevance=bm25)
-        order_weights = blend(model.weights, model.long_question_weights, length_share)
-        score_weights = model.score_weights or model.weights
         if lexical_scale < 1.0 and attested:
             if OTHER_LANGUAGE_FLAG in (chunk.get("flags") or ()):
                 lexical, bm25 = max(lexical, dense), max(bm25, dense)
@@ -162,7 +165,7 @@ def model_settings(index: VectorIndex, collections: list[str], cfg: RerankSettin
 
 
 def sentence_evidence(chunks: list[Chunk], parts: list[set[int]], share: float, settings: LongQuestions,
-                      read_texts, terms_of) -> list[Chunk]:
+                      read_texts, sentence_terms) -> list[Chunk]:
     """Blend into each candidate's relevance its best single-sentence match to one part of a long question:
     `share` × `sentence_weight` of `rerank_base` (the question's length share, `rerank.long_questions`).
     The best `candidates` by the blend are read (`read_texts`: fetch_texts bound to the run); the rest
@@ -172,7 +175,7 @@ def sentence_evidence(chunks: list[Chunk], parts: list[set[int]], share: float, 
     if weight <= 0 or not chunks or not any(parts):
         return chunks
     head = read_texts(chunks[: settings.candidates])
-    matches = best_sentence_match([c["content"] for c in head], parts, terms_of)
+    matches = best_sentence_match([c["content"] for c in head], parts, sentence_terms)
     for chunk, match in zip(head, matches):
         if OTHER_LANGUAGE_FLAG in (chunk.get("flags") or ()):
             match = max(match, chunk["scores"]["dense_relevance"])
@@ -344,7 +347,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         try:
             scored = sentence_evidence(scored, parts, length_share, cfg.long_questions,
                                        lambda head: fetch_texts(head, ctx.tenant, index, errors),
-                                       lambda text: analyzer.terms(text, language))
+                                       lambda text: analyzer.sentence_terms(text, language))
         except Exception as exc:  # the texts could not be read: the blend without them stands
             errors.append(f"rerank: the candidates' texts could not be read for their best sentences "
                           f"({failure_reason(exc)}); ranked without them")

@@ -345,10 +345,11 @@ def test_best_sentence_match_scores_one_sentence_holding_a_part_above_words_spre
     spread = ("Spears released an album. Critics were forced to revise their views. Lithium prices rose this year. "
               "Federline moved to Hawaii.")
     unrelated = "Electricity costs rose by a fifth after the new contract took effect."
-    scores = best_sentence_match([one_sentence, spread, unrelated], parts, terms_of)
+    sentence_terms = lambda text: analyzer.sentence_terms(text, "en")  # noqa: E731
+    scores = best_sentence_match([one_sentence, spread, unrelated], parts, sentence_terms)
     assert scores[0] > 0.6 and scores[0] > scores[1] > scores[2] == 0.0
-    assert best_sentence_match([one_sentence], [set()], terms_of) == [0.0]
-    assert best_sentence_match([], parts, terms_of) == []
+    assert best_sentence_match([one_sentence], [set()], sentence_terms) == [0.0]
+    assert best_sentence_match([], parts, sentence_terms) == []
 
 
 def test_sentence_evidence_reads_the_best_candidates_of_a_long_question_only():
@@ -366,8 +367,9 @@ def test_sentence_evidence_reads_the_best_candidates_of_a_long_question_only():
     analyzer = get_analyzer(load_policy())
     terms_of = lambda text: analyzer.terms(text, "en")  # noqa: E731
     parts = [set(terms_of("forced to take lithium"))]
+    sentence_terms = lambda text: analyzer.sentence_terms(text, "en")  # noqa: E731
     ranked = sentence_evidence([dict(c, scores=dict(c["scores"])) for c in chunks], parts, 1.0, settings,
-                               read_texts, terms_of)
+                               read_texts, sentence_terms)
     assert read == [["a", "b"]]  # only the best `candidates`
     assert [c["id"] for c in ranked] == ["b", "a", "c"]  # b's sentence lifts it; c was not read
     assert ranked[0]["scores"]["sentence_relevance"] == pytest.approx(1.0)
@@ -375,7 +377,7 @@ def test_sentence_evidence_reads_the_best_candidates_of_a_long_question_only():
     # A short question (length share 0), or a weight of 0: nothing is read, the order stands.
     read.clear()
     same = sentence_evidence([dict(c, scores=dict(c["scores"])) for c in chunks], parts, 0.0, settings, read_texts,
-                             terms_of)
+                             sentence_terms)
     assert read == [] and [c["id"] for c in same] == ["a", "b", "c"]
 
 

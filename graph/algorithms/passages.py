@@ -45,15 +45,16 @@ def best_window(text: str, question_terms: set, terms_of: Callable[[str], Iterab
     return window if len(cut) <= max_words else " ".join(cut[:max_words])
 
 
-def best_sentence_match(texts: Sequence[str], parts: Sequence[set], terms_of: Callable[[str], Iterable]) -> list[float]:
+def best_sentence_match(texts: Sequence[str], parts: Sequence[set],
+                        sentence_terms: Callable[[str], Sequence[frozenset]]) -> list[float]:
     """For each text, 0–1: the largest share of one part's terms that one of its sentences holds, each term
     weighted by its IDF over all the texts' sentences (a rare name counts more than "report").
 
     A many-part question is answered a part at a time, each part by a sentence or two somewhere in a
     document: a chunk whose one sentence holds most of a part is likelier to answer than one whose
     words match the whole question thinly, spread over 450 tokens. `parts`: each part's terms (the whole
-    question's, for a question not split)."""
-    sentences = [[frozenset(terms_of(s)) for s in split_sentences(text) if s.strip()] for text in texts]
+    question's, for a question not split); `sentence_terms(text)`: the terms of each of its sentences."""
+    sentences = [sentence_terms(text) for text in texts]
     df = Counter(t for chunk in sentences for sentence in chunk for t in sentence)
     n = sum(len(chunk) for chunk in sentences)
     idf = {t: math.log(1 + n / (1 + df[t])) for part in parts for t in part}

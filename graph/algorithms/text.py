@@ -184,6 +184,8 @@ class Analyzer:
         self._models: dict[str, Bm25] = {}
         # The same chunk and sentence texts are analysed by rerank, compose and judge in one run.
         self.terms = functools.lru_cache(maxsize=cache_size)(self._terms)  # type: ignore[method-assign]
+        # Popular chunks come back question after question: their sentences are split and analysed once.
+        self.sentence_terms = functools.lru_cache(maxsize=4096)(self._sentence_terms)  # type: ignore[method-assign]
 
     def model(self, lang: str) -> Bm25:
         name = self._languages.get(lang) or next(iter(self._languages.values()))
@@ -193,6 +195,10 @@ class Analyzer:
 
     def _terms(self, text: str, lang: str) -> frozenset[int]:
         return frozenset(self.model(lang).embed_query(text).indices)
+
+    def _sentence_terms(self, text: str, lang: str) -> tuple[frozenset[int], ...]:
+        """The terms of each sentence of `text`, in order."""
+        return tuple(self.terms(s, lang) for s in split_sentences(text) if s.strip())
 
     def query_vector(self, text: str, lang: str):
         return self.model(lang).embed_query(text)
