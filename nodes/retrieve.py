@@ -309,7 +309,10 @@ def _embed(ctx: Context, model: str, question: str, sub_query: str) -> tuple[lis
     """(question vector, sub-query vector, None), or (None, None, why) when the embedder fails."""
     try:
         embeddings = embeddings_named(ctx, model)
-        question_vector = embeddings.embed_query(question)
-        return question_vector, (question_vector if sub_query == question else embeddings.embed_query(sub_query)), None
+        # The part first: while the first branch embeds the whole question, the others embed their own
+        # parts at the same time (a local model runs one call per core); the question's vector is then
+        # cached, or on its way (single flight).
+        sub_query_vector = embeddings.embed_query(sub_query)
+        return (sub_query_vector if sub_query == question else embeddings.embed_query(question)), sub_query_vector, None
     except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors, a missing model
         return None, None, f"embeddings unavailable ({failure_reason(exc)}); lexical search only"

@@ -104,6 +104,26 @@ def test_bge_small_puts_the_answering_passage_closer():
     assert docs[1] @ np.array(bge.embed_documents([WEATHER])[0]) > 0.99
 
 
+def test_a_models_sessions_serve_concurrent_callers_and_share_a_large_call(monkeypatch):
+    # One single-threaded session per core: concurrent callers each get one, and the same vectors as
+    # one caller alone; a large call is cut into one batch per session.
+    monkeypatch.setattr(local_models, "model_threads", lambda: 2)
+    bge = BgeSmallEmbeddings()
+    texts = [QUESTION, RETURNS, WEATHER, "Store openings in the north", "Energy costs of the warehouses"] * 2
+    alone = np.array([bge.embed_query(t) for t in texts])
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = np.array(list(pool.map(bge.embed_query, texts)))
+    assert np.allclose(alone, together, atol=1e-6)
+    model = bge._model
+    assert model.size == 2 and model._free.qsize() == 2  # every session back in the pool
+    encodings = model.encode(texts, 128)
+    assert len(model.batches(encodings, 8192)) >= 2
+    assert sorted(i for b in model.batches(encodings, 8192) for i in b) == list(range(len(texts)))
+    assert len(model.batches(encodings[:1], 8192)) == 1
+
+
 def test_cross_encoder_scores_relevance_between_0_and_1():
     scores = CrossEncoderRelevance().score(QUESTION, [RETURNS, WEATHER])
     assert all(0.0 <= s <= 1.0 for s in scores)

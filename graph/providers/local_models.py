@@ -21,7 +21,9 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import queue
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -107,13 +109,18 @@ def model_folder(name: str) -> Path:
 
 
 def model_threads() -> int:
-    """Threads one model call uses: every core up to 4 (beyond that, batches of a few passages gain little)."""
+    """Sessions a model keeps, one per core up to 4 (each runs on one thread)."""
     return max(1, min(4, os.cpu_count() or 1))
 
 
 class OnnxModel:
-    """One ONNX session and its tokenizer. Calls are serialised: a session already uses every core
-    given to it, and two concurrent calls would only share them."""
+    """One ONNX model and its tokenizer, as a pool of single-threaded sessions, one per core (up to 4).
+
+    The parallel retrieve branches of a split question each embed a twenty-token text at the same
+    moment. One session with two threads ran them one after another at ~7.5 ms each; two one-thread
+    sessions run two at once at ~8.5 ms each, ~4.5 ms a text (bench/RESULTS.md). A large call (an ingest
+    batch, the cross-encoder's candidates) is cut into one batch per session and they run at once
+    (`run_many`), so it still uses every core."""
 
     def __init__(self, name: str):
         import onnxruntime as ort
@@ -121,20 +128,24 @@ class OnnxModel:
 
         folder = model_folder(name)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = model_threads()
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.size = model_threads()
         try:
-            self.session = ort.InferenceSession(str(folder / MODELS[name].onnx), options,
-                                                providers=["CPUExecutionProvider"])
+            sessions = [ort.InferenceSession(str(folder / MODELS[name].onnx), options, providers=["CPUExecutionProvider"])
+                        for _ in range(self.size)]
             self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         except Exception as exc:  # a file that hashes right but does not load: say so in one line
             raise LocalModelError(f"local model {name} did not load: {type(exc).__name__}: {str(exc)[:200]}") from None
         self.tokenizer.no_padding()
         self.tokenizer.no_truncation()
         self.name = name
-        self.inputs = {i.name for i in self.session.get_inputs()}
-        self._lock = threading.Lock()
+        self.inputs = {i.name for i in sessions[0].get_inputs()}
+        self._lock = threading.Lock()  # the tokenizer's truncation setting is shared state
+        self._free: queue.LifoQueue = queue.LifoQueue()
+        for session in sessions:
+            self._free.put(session)
 
     def encode(self, texts: Sequence[str] | Sequence[tuple[str, str]], max_tokens: int) -> list:
         """Token encodings, each cut to `max_tokens` (a pair: the longer of its two texts is cut first, so
@@ -158,8 +169,23 @@ class OnnxModel:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feeds["token_type_ids"] = types
-        with self._lock:
-            return self.session.run(None, feeds)[0]
+        session = self._free.get()  # a free session, or wait for one
+        try:
+            return session.run(None, feeds)[0]
+        finally:
+            self._free.put(session)
+
+    def run_many(self, batches: list[list]) -> list[np.ndarray]:
+        """`run` of each batch, the batches spread over the pool's sessions at once."""
+        if len(batches) <= 1 or self.size == 1:
+            return [self.run(batch) for batch in batches]
+        with ThreadPoolExecutor(max_workers=min(self.size, len(batches))) as pool:
+            return list(pool.map(self.run, batches))
+
+    def batches(self, encodings: list, batch_tokens: int) -> list[list[int]]:
+        """`length_batches`, and at least one batch per session when there is enough to share."""
+        total = sum(len(e.ids) for e in encodings)
+        return length_batches(encodings, max(1, min(batch_tokens, -(-total // self.size))))
 
 
 def length_batches(encodings: list, batch_tokens: int) -> list[list[int]]:
@@ -191,8 +217,8 @@ class BgeSmallEmbeddings(Embeddings):
     def _embed(self, texts: list[str], max_tokens: int) -> list[list[float]]:
         encodings = self._model.encode(texts, max_tokens)
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        for batch in length_batches(encodings, self.BATCH_TOKENS):
-            hidden = self._model.run([encodings[i] for i in batch])
+        batches = self._model.batches(encodings, self.BATCH_TOKENS)
+        for batch, hidden in zip(batches, self._model.run_many([[encodings[i] for i in b] for b in batches])):
             out[batch] = hidden[:, 0, :]
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out.tolist()
@@ -218,8 +244,9 @@ class CrossEncoder:
             return np.zeros(0, dtype=np.float64)
         encodings = self._model.encode([(question, p) for p in passages], max_tokens)
         logits = np.zeros(len(passages), dtype=np.float64)
-        for batch in length_batches(encodings, self.BATCH_TOKENS):
-            logits[batch] = self._model.run([encodings[i] for i in batch])[:, 0]
+        batches = self._model.batches(encodings, self.BATCH_TOKENS)
+        for batch, out in zip(batches, self._model.run_many([[encodings[i] for i in b] for b in batches])):
+            logits[batch] = out[:, 0]
         return 1.0 / (1.0 + np.exp(-logits))
 
 
