@@ -71,7 +71,7 @@ def blend(weights: RerankWeights, long_weights: RerankWeights | None, length_sha
     """A question's weights: `weights` for a short one, `long_weights` for a long one, linear in between."""
     if long_weights is None or length_share <= 0:
         return weights
-    mix = lambda a, b: (1 - length_share) * a + length_share * b  # noqa: E731
+    mix = lambda a, b: (1 - length_share) * a + length_share * b
     return RerankWeights(dense=mix(weights.dense, long_weights.dense), lexical=mix(weights.lexical, long_weights.lexical),
                          bm25=mix(weights.bm25, long_weights.bm25), fused=mix(weights.fused, long_weights.fused))
 

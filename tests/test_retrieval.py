@@ -10,9 +10,9 @@ import pytest
 
 import nodes.retrieve as retrieve_mod
 from graph.algorithms.fusion import RRF_K, reciprocal_rank_fusion
-from graph.indexing.ingest import render_performance_snapshot
 from graph.algorithms.passages import best_sentence_match
 from graph.algorithms.text import get_analyzer
+from graph.indexing.ingest import render_performance_snapshot
 from graph.policy import LongQuestions, RerankSettings, load_policy
 from graph.providers.embeddings import get_embeddings
 from graph.providers.resources import Resources
@@ -338,14 +338,14 @@ def test_a_questions_length_share_moves_its_weights_from_short_to_long():
 
 def test_best_sentence_match_scores_one_sentence_holding_a_part_above_words_spread_thin():
     analyzer = get_analyzer(load_policy())
-    terms_of = lambda text: analyzer.terms(text, "en")  # noqa: E731
+    terms_of = lambda text: analyzer.terms(text, "en")
     parts = [set(terms_of("Britney Spears was forced to take lithium")), set(terms_of("Kevin Federline praised her"))]
     one_sentence = ("The singer spoke at a hearing in Los Angeles. In court, Spears said she had been forced to take "
                     "lithium against her will. The judge adjourned.")
     spread = ("Spears released an album. Critics were forced to revise their views. Lithium prices rose this year. "
               "Federline moved to Hawaii.")
     unrelated = "Electricity costs rose by a fifth after the new contract took effect."
-    sentence_terms = lambda text: analyzer.sentence_terms(text, "en")  # noqa: E731
+    sentence_terms = lambda text: analyzer.sentence_terms(text, "en")
     scores = best_sentence_match([one_sentence, spread, unrelated], parts, sentence_terms)
     assert scores[0] > 0.6 and scores[0] > scores[1] > scores[2] == 0.0
     assert best_sentence_match([one_sentence], [set()], sentence_terms) == [0.0]
@@ -365,9 +365,9 @@ def test_sentence_evidence_reads_the_best_candidates_of_a_long_question_only():
         return head
 
     analyzer = get_analyzer(load_policy())
-    terms_of = lambda text: analyzer.terms(text, "en")  # noqa: E731
+    terms_of = lambda text: analyzer.terms(text, "en")
     parts = [set(terms_of("forced to take lithium"))]
-    sentence_terms = lambda text: analyzer.sentence_terms(text, "en")  # noqa: E731
+    sentence_terms = lambda text: analyzer.sentence_terms(text, "en")
     ranked = sentence_evidence([dict(c, scores=dict(c["scores"])) for c in chunks], parts, 1.0, settings,
                                read_texts, sentence_terms)
     assert read == [["a", "b"]]  # only the best `candidates`
