@@ -104,24 +104,25 @@ def test_bge_small_puts_the_answering_passage_closer():
     assert docs[1] @ np.array(bge.embed_documents([WEATHER])[0]) > 0.99
 
 
-def test_a_models_sessions_serve_concurrent_callers_and_share_a_large_call(monkeypatch):
-    # One single-threaded session per core: concurrent callers each get one, and the same vectors as
-    # one caller alone; a large call is cut into one batch per session.
+def test_a_models_one_thread_sessions_serve_concurrent_questions_and_batches_keep_every_core(monkeypatch):
+    # Short texts (questions) take a one-thread session each, so concurrent callers run at once and get
+    # the same vectors as one caller alone; a batch runs on the session that uses every core.
     monkeypatch.setattr(local_models, "model_threads", lambda: 2)
     bge = BgeSmallEmbeddings()
     texts = [QUESTION, RETURNS, WEATHER, "Store openings in the north", "Energy costs of the warehouses"] * 2
     alone = np.array([bge.embed_query(t) for t in texts])
     from concurrent.futures import ThreadPoolExecutor
 
+    model = bge._model
+    used: list[str] = []
+    wide_run = model._wide.run
+    monkeypatch.setattr(model._wide, "run", lambda *a: used.append("wide") or wide_run(*a), raising=False)
     with ThreadPoolExecutor(max_workers=4) as pool:
         together = np.array(list(pool.map(bge.embed_query, texts)))
     assert np.allclose(alone, together, atol=1e-6)
-    model = bge._model
-    assert model.size == 2 and model._free.qsize() == 2  # every session back in the pool
-    encodings = model.encode(texts, 128)
-    assert len(model.batches(encodings, 8192)) >= 2
-    assert sorted(i for b in model.batches(encodings, 8192) for i in b) == list(range(len(texts)))
-    assert len(model.batches(encodings[:1], 8192)) == 1
+    assert used == [] and model.size == 2 and model._free.qsize() == 2  # every one-thread session is back
+    bge.embed_documents([RETURNS * 4, WEATHER * 4])  # a batch of more than SMALL_CALL_TOKENS
+    assert used == ["wide"]
 
 
 def test_cross_encoder_scores_relevance_between_0_and_1():

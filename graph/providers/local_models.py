@@ -23,7 +23,6 @@ import importlib.util
 import os
 import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -109,18 +108,22 @@ def model_folder(name: str) -> Path:
 
 
 def model_threads() -> int:
-    """Sessions a model keeps, one per core up to 4 (each runs on one thread)."""
+    """Cores a model uses, up to 4: its batch session's threads, and its number of one-thread sessions."""
     return max(1, min(4, os.cpu_count() or 1))
 
 
 class OnnxModel:
-    """One ONNX model and its tokenizer, as a pool of single-threaded sessions, one per core (up to 4).
+    """One ONNX model and its tokenizer: one session that uses every core (up to 4) for a batch, and a
+    pool of single-threaded sessions, one per core, for single short texts (a question, a part of one).
 
     The parallel retrieve branches of a split question each embed a twenty-token text at the same
-    moment. One session with two threads ran them one after another at ~7.5 ms each; two one-thread
-    sessions run two at once at ~8.5 ms each, ~4.5 ms a text (bench/RESULTS.md). A large call (an ingest
-    batch, the cross-encoder's candidates) is cut into one batch per session and they run at once
-    (`run_many`), so it still uses every core."""
+    moment. The one many-thread session ran them one after another at ~7.5 ms each; two one-thread
+    sessions run two at once at ~8.5 ms each, ~4.5 ms a text. A batch (an ingest, the cross-encoder's
+    candidates) keeps the many-thread session: cut over one-thread sessions it ingested 23.4 chunks/s
+    instead of 28.6 (bench/RESULTS.md)."""
+
+    # A call of at most this many tokens (padded) takes a one-thread session: a question is at most 128.
+    SMALL_CALL_TOKENS = 160
 
     def __init__(self, name: str):
         import onnxruntime as ort
@@ -132,9 +135,14 @@ class OnnxModel:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.size = model_threads()
+        wide = ort.SessionOptions()
+        wide.intra_op_num_threads = self.size
+        wide.inter_op_num_threads = 1
+        wide.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        path = str(folder / MODELS[name].onnx)
         try:
-            sessions = [ort.InferenceSession(str(folder / MODELS[name].onnx), options, providers=["CPUExecutionProvider"])
-                        for _ in range(self.size)]
+            self._wide = ort.InferenceSession(path, wide, providers=["CPUExecutionProvider"])
+            sessions = [ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]) for _ in range(self.size)]
             self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         except Exception as exc:  # a file that hashes right but does not load: say so in one line
             raise LocalModelError(f"local model {name} did not load: {type(exc).__name__}: {str(exc)[:200]}") from None
@@ -143,6 +151,7 @@ class OnnxModel:
         self.name = name
         self.inputs = {i.name for i in sessions[0].get_inputs()}
         self._lock = threading.Lock()  # the tokenizer's truncation setting is shared state
+        self._wide_lock = threading.Lock()  # the many-thread session runs one call at a time
         self._free: queue.LifoQueue = queue.LifoQueue()
         for session in sessions:
             self._free.put(session)
@@ -169,23 +178,14 @@ class OnnxModel:
         feeds = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feeds["token_type_ids"] = types
-        session = self._free.get()  # a free session, or wait for one
+        if ids.size > self.SMALL_CALL_TOKENS:
+            with self._wide_lock:
+                return self._wide.run(None, feeds)[0]
+        session = self._free.get()  # a free one-thread session, or wait for one
         try:
             return session.run(None, feeds)[0]
         finally:
             self._free.put(session)
-
-    def run_many(self, batches: list[list]) -> list[np.ndarray]:
-        """`run` of each batch, the batches spread over the pool's sessions at once."""
-        if len(batches) <= 1 or self.size == 1:
-            return [self.run(batch) for batch in batches]
-        with ThreadPoolExecutor(max_workers=min(self.size, len(batches))) as pool:
-            return list(pool.map(self.run, batches))
-
-    def batches(self, encodings: list, batch_tokens: int) -> list[list[int]]:
-        """`length_batches`, and at least one batch per session when there is enough to share."""
-        total = sum(len(e.ids) for e in encodings)
-        return length_batches(encodings, max(1, min(batch_tokens, -(-total // self.size))))
 
 
 def length_batches(encodings: list, batch_tokens: int) -> list[list[int]]:
@@ -217,8 +217,8 @@ class BgeSmallEmbeddings(Embeddings):
     def _embed(self, texts: list[str], max_tokens: int) -> list[list[float]]:
         encodings = self._model.encode(texts, max_tokens)
         out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        batches = self._model.batches(encodings, self.BATCH_TOKENS)
-        for batch, hidden in zip(batches, self._model.run_many([[encodings[i] for i in b] for b in batches])):
+        for batch in length_batches(encodings, self.BATCH_TOKENS):
+            hidden = self._model.run([encodings[i] for i in batch])
             out[batch] = hidden[:, 0, :]
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out.tolist()
@@ -244,9 +244,8 @@ class CrossEncoder:
             return np.zeros(0, dtype=np.float64)
         encodings = self._model.encode([(question, p) for p in passages], max_tokens)
         logits = np.zeros(len(passages), dtype=np.float64)
-        batches = self._model.batches(encodings, self.BATCH_TOKENS)
-        for batch, out in zip(batches, self._model.run_many([[encodings[i] for i in b] for b in batches])):
-            logits[batch] = out[:, 0]
+        for batch in length_batches(encodings, self.BATCH_TOKENS):
+            logits[batch] = self._model.run([encodings[i] for i in batch])[:, 0]
         return 1.0 / (1.0 + np.exp(-logits))
 
 
