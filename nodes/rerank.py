@@ -76,6 +76,11 @@ def blend(weights: RerankWeights, long_weights: RerankWeights | None, length_sha
                          bm25=mix(weights.bm25, long_weights.bm25), fused=mix(weights.fused, long_weights.fused))
 
 
+def question_weights(model: ModelRerankSettings, length_share: float) -> tuple[RerankWeights, RerankWeights]:
+    """(order weights, score weights) of a model's chunks for a question of this length share."""
+    return blend(model.weights, model.long_question_weights, length_share), model.score_weights or model.weights
+
+
 def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettings,
                 by_collection: dict[str, ModelRerankSettings] | None = None, length_share: float = 0.0) -> list[Chunk]:
     """Relevance before boosts, best first. `by_collection`: each collection's weights and cosine scale
@@ -99,9 +104,8 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
     # The engine's BM25 score (corpus IDF, term frequency, length norm), relative to the best one.
     best_bm25 = max((c["scores"].get("lexical") or 0.0 for c in chunks), default=0.0) or 1.0
     # Each collection's (order weights, score weights) for this question, worked out once.
-    weights_of = {name: (blend(m.weights, m.long_question_weights, length_share), m.score_weights or m.weights)
-                  for name, m in by_collection.items()}
-    default_weights = (blend(default.weights, default.long_question_weights, length_share), default.weights)
+    weights_of = {name: question_weights(m, length_share) for name, m in by_collection.items()}
+    default_weights = question_weights(default, length_share)
     out = []
     for chunk, terms in zip(chunks, c_terms):
         model = by_collection.get(chunk.get("collection", ""), default)
@@ -145,7 +149,8 @@ def on_score_scale(ranked: list[Chunk]) -> list[Chunk]:
     """Keep the order, give the scores of the models' score blend (`score_weights`): the k-th place gets the
     k-th best of them (the blend that orders a long question is not the one the composer's relevance floor
     and coverage levels, nor the profiles' min_score, were set on). Each chunk keeps its order score as
-    `order_base`. Where the two blends agree (a short question, no `score_weights`) nothing changes."""
+    `order_base`. Where the two blends are one (no `score_weights`, and a short question or no
+    `long_question_weights`) nothing changes."""
     scale = sorted((c["scores"]["scale_base"] for c in ranked), reverse=True)
     for chunk, value in zip(ranked, scale):
         chunk["scores"].update(order_base=chunk["scores"]["rerank_base"], rerank_base=value)

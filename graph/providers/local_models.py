@@ -130,19 +130,19 @@ class OnnxModel:
         from tokenizers import Tokenizer
 
         folder = model_folder(name)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.size = model_threads()
-        wide = ort.SessionOptions()
-        wide.intra_op_num_threads = self.size
-        wide.inter_op_num_threads = 1
-        wide.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         path = str(folder / MODELS[name].onnx)
+
+        def session(threads: int):
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+        self.size = model_threads()
         try:
-            self._wide = ort.InferenceSession(path, wide, providers=["CPUExecutionProvider"])
-            sessions = [ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]) for _ in range(self.size)]
+            self._wide = session(self.size)
+            sessions = [session(1) for _ in range(self.size)]
             self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         except Exception as exc:  # a file that hashes right but does not load: say so in one line
             raise LocalModelError(f"local model {name} did not load: {type(exc).__name__}: {str(exc)[:200]}") from None
