@@ -447,6 +447,18 @@ class QuestionCues:
 
 
 @dataclass(frozen=True)
+class SourceCues:
+    """One language's words that attribute what a question asks about to a source of the documents
+    (graph/algorithms/scoping.py `attributed_names`): "a Bloomberg article", "a report by Reuters",
+    "according to The Wall Street Journal", "segundo a Folha"."""
+
+    nouns: tuple[str, ...] = ()     # what a source publishes, right after its name: "article", "reportagem"
+    links: tuple[str, ...] = ()     # between such a noun and the source's name: "by", "from", "da"
+    before: tuple[str, ...] = ()    # phrases the source's name follows: "according to", "segundo"
+    articles: tuple[str, ...] = ()  # words before a name that are not part of it: "the", "o"
+
+
+@dataclass(frozen=True)
 class Languages:
     markers: Mapping[str, tuple[str, ...]] = field(metadata=rule(bool, "a mapping of languages to word lists"))
     analyzers: Mapping[str, str] = field(metadata=rule(bool, "a mapping of languages to stemmer names"))
@@ -458,6 +470,7 @@ class Languages:
     # collection that language's own embedding model if there is one (else the multilingual one).
     monolingual_share: float = field(default=0.9, metadata=_SHARE)
     question_cues: Mapping[str, QuestionCues] = field(default_factory=dict)
+    source_cues: Mapping[str, SourceCues] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

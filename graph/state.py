@@ -232,6 +232,10 @@ class State(TypedDict, total=False):
     scoped_queries: list[dict[str, Any]]    # searches restricted to a value the question names: {query, filters}
 
     hits: Annotated[dict[str, SearchResult], merge_dicts]   # one entry per retrieve branch
+    # The sources the question attributes what it asks about to ("a Bloomberg article"), and those of
+    # them none of the caller's documents comes from (retrieve's first branch; scoping.unheld_sources).
+    sources_named: list[str]
+    sources_unheld: list[str]
     fused: list[Chunk]                      # after RRF, best first
     reranked: list[Chunk]                   # after rerank, boosts and budgets: what compose sees
 
@@ -260,7 +264,8 @@ THREAD_CARRIED = ("history",)  # kept: the thread's earlier turns
 TURN_INPUTS = ("request_id", "correlation_id", "question", "intent", "entity", "tenant", "language", "rag")
 # Reset to these values by route_gate before a new question starts (`fresh_turn`).
 TURN_RESULTS: dict[str, Any] = {
-    "decomposition": {}, "sub_queries": [], "scoped_queries": [], "hits": {}, "fused": [], "reranked": [],
+    "decomposition": {}, "sub_queries": [], "scoped_queries": [], "sources_named": [], "sources_unheld": [],
+    "hits": {}, "fused": [], "reranked": [],
     "answer": "", "direct_answer": None, "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {},
     "blocked_answer": "", "memory": {}, "timings_ms": {}, "errors": [],
 }

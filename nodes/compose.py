@@ -28,7 +28,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from string import Template
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from langgraph.runtime import Runtime
@@ -41,6 +41,7 @@ from graph.algorithms.direct_answer import (
     QuestionWords,
     direct_answer,
     rankings,
+    states_answer,
 )
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import block_after, claim_sentences
@@ -86,10 +87,18 @@ def _date_key(chunk: Chunk) -> str:
     return str(meta.get("date") or meta.get("version") or "")
 
 
+def _names_year(question: str, chunk: Chunk) -> bool:
+    """The question names the year of the chunk's version (its date's or version's first four digits)."""
+    year = _date_key(chunk)[:4]
+    return bool(year) and re.search(rf"\b{re.escape(year)}\b", question) is not None
+
+
 def resolve_conflicts(chunks: list[Chunk], language: str, question: str = "") -> tuple[list[Chunk], list[str]]:
     """Two documents of one asset (e.g. the 2025 and 2026 playbook) may disagree: keep the one with
     the higher score, then the newer date, and say so in one sentence. A version whose year the
-    question names is what the user asked about, so it is never dropped ("compare 2025 and 2026")."""
+    question names is what the user asked about, so it is never dropped ("compare 2025 and 2026");
+    when the question names the kept version's year only, the others are dropped without a note (they
+    are another period, not another opinion)."""
     by_asset: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_asset.setdefault(c.get("assetId") or c["docId"], []).append(c)
@@ -108,9 +117,12 @@ def resolve_conflicts(chunks: list[Chunk], language: str, question: str = "") ->
         winner = max(close, key=_date_key) if len(close) > 1 else best
         reason_key = "conflict_reason_date" if len(close) > 1 else "conflict_reason_score"
         for loser in (c for c in docs.values() if c["docId"] != winner["docId"]):
-            if _date_key(loser)[:4] and re.search(rf"\b{re.escape(_date_key(loser)[:4])}\b", question):
+            if _names_year(question, loser):
                 continue
             dropped.add(loser["docId"])
+            if _names_year(question, winner):
+                # "o playbook de inverno 2026": the 2025 version is another period, not a disagreement.
+                continue
             notes.append(phrase(language, "conflict", asset=winner.get("assetName") or asset, winner=winner["docId"],
                                 reason=phrases(language)[reason_key], loser=loser["docId"]))
     return [c for c in chunks if c["docId"] not in dropped], notes
@@ -248,9 +260,18 @@ def direct_text(found: DirectAnswer | None, language: str) -> str | None:
     return phrase(language, found.method) if found.method in ("yes", "no") else found.text
 
 
+class ExtractiveAnswer(NamedTuple):
+    """The deterministic answer's lines, its direct answer (None: abstained), whether its sentences
+    answer every part of the question (`answers_every_part`) and the parts it names as missing."""
+
+    lines: list[str]
+    found: DirectAnswer | None
+    complete: bool
+    missing_parts: list[str]
+
+
 def extractive_answer(question: str, sub_queries: list[str], language: str, chunks: list[Chunk], analyzer: Analyzer,
-                      policy, relevance: Callable[[list[str]], list[float]] | None = None,
-                      ) -> tuple[list[str], DirectAnswer | None]:
+                      policy, relevance: Callable[[list[str]], list[float]] | None = None) -> ExtractiveAnswer:
     """The deterministic answer: the direct answer first (when the evidence gives one), then only the
     points that support it or answer another part of the question, then the parts nothing covers.
     `relevance` (`meaning_relevance`, for evidence in another language): sentences are ranked and
@@ -261,7 +282,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     # holds the question's words would bring in more of its document's sentences, cited for nothing).
     candidates, titled = answer_rankings(words, chunks, relevance, (0.0, cfg.direct.header_weight))
     if not candidates:
-        return [], None
+        return ExtractiveAnswer([], None, False, [])
     form = question_form(question, language, policy.languages.question_cues)
     parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
     found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance)
@@ -296,6 +317,12 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
             picked = take_in_order(fresh, len(picked) + len(fresh), cfg.max_answer_chars, picked)
             listed.update({id(c): part_index for c in fresh if c in picked})
             lead_in[id(fresh[0])] = heading
+    if found and found.method not in ("yes", "no") and not listed:
+        # After a direct answer come its evidence and what answers the parts it leaves open, not the
+        # other sentences that share the question's words ("Indicadores acompanhados…" after the
+        # category's sales; a national retail figure after "the Northeast").
+        open_words = unanswered_words(parts, found, candidates, words, titles)
+        picked = [c for c in picked if c is source or states_answer(c.text, found) or c.terms & open_words]
     if source and first is None:
         picked = [c for c in picked if c is not source]
     if found and found.also_from:
@@ -318,7 +345,57 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
                else uncovered_parts(parts, chunks, language, analyzer))
     if missing:
         lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]
-    return lines, found
+    complete = not missing and answers_every_part(parts or [question], picked, found, candidates, words, titles,
+                                                  language, policy.languages.question_cues)
+    return ExtractiveAnswer(lines, found, complete, missing)
+
+
+def unanswered_words(parts: list[str], found: DirectAnswer, candidates: list[Candidate], words: QuestionWords,
+                     titles: dict[str, frozenset[int]]) -> frozenset[int]:
+    """The question words of the parts the direct answer leaves open. A one-part question is what the
+    direct answer answers; a part of a longer one is answered when the sentences the direct answer was
+    read from, with their documents' titles ("Vendas de inverno 2025"), hold all its words but one at
+    most ("the main reason" of "What is the return rate and the main reason?" is open after "9.8%")."""
+    if len(parts) < 2:
+        return frozenset()
+    read = [c for c in candidates if c.text == found.sentence or c.text in found.also_from]
+    held = frozenset().union(*(c.terms | titles.get(c.doc_id, frozenset()) for c in read))
+    open_words: set[int] = set()
+    for part in parts:
+        unheld = words.held(part) - held
+        if len(unheld) >= min(2, len(words.held(part))):
+            open_words |= unheld
+    return frozenset(open_words)
+
+
+def answers_every_part(parts: list[str], points: list[Candidate], found: DirectAnswer | None,
+                       candidates: list[Candidate], words: QuestionWords, titles: dict[str, frozenset[int]],
+                       language: str, cues) -> bool:
+    """Nothing the question asks is left unsaid: a question asking for a value, date, name or yes/no has
+    its direct answer, and the answer's sentences (the direct answer's and the points), with their
+    documents' titles, hold every word of every part of the question, the words of its cue aside ("share"
+    of "what share", "fast" of "how fast") — but one, when a direct answer vouches for the part ("came"
+    of "what share of revenue came from the app": 15.1%)."""
+    said = [c for c in candidates if found and (c.text == found.sentence or c.text in found.also_from)] + points
+    if not said or (found is None and question_form(" ".join(parts), language, cues).wants_short_answer):
+        return False
+    held = frozenset().union(*(c.terms | titles.get(c.doc_id, frozenset()) for c in said))
+    spare = 1 if found else 0
+    return all(len(words.held(part) - words.held(question_form(part, language, cues).cue) - held) <= spare
+               for part in parts)
+
+
+def answer_coverage(evidence: str, answer: ExtractiveAnswer, chunks: list[Chunk], cfg: ComposeSettings) -> str:
+    """The coverage level the answer earns: the evidence's (`coverage_level`), at most "low" when a part of
+    the question is named missing, and at least "medium" when one strong document (best score at least
+    the medium level's mean) answers every part: corroboration by more documents is what "high" adds,
+    and a complete answer from one source is not a low-coverage one."""
+    if answer.missing_parts:
+        return "low" if evidence in ("high", "medium") else evidence
+    best = max((c["rerankScore"] for c in chunks if is_relevant(c, cfg)), default=0.0)
+    if evidence == "low" and answer.complete and best >= cfg.coverage.medium.min_mean_score:
+        return "medium"
+    return evidence
 
 
 def direct_settings(policy, language: str) -> dict[str, Any]:
@@ -597,10 +674,12 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     """Write the answer from the reranked chunks only, each claim cited `[doc_id]`.
 
     Reads `question`, `language`, `rag` (enabled, disabled_reason, collections), `reranked`,
-    `sub_queries` (their terms count as the question's). Writes `answer`, `direct_answer` (the short
-    answer it opens with, or None), `citations_used` (ids of
-    retrieved documents the answer cites), `coverage_level`, `suggestions` (three when coverage is
-    low or none) and `errors` (a chat model's draft refused, and why)."""
+    `sub_queries` (their terms count as the question's), `sources_named` and `sources_unheld` (a
+    question about sources the caller holds nothing from gets coverage none and says so). Writes
+    `answer`, `direct_answer` (the short answer it opens with, or None), `citations_used` (ids of
+    retrieved documents the answer cites), `coverage_level` (the evidence's, adjusted by what the
+    answer covers: `answer_coverage`), `suggestions` (three when coverage is low or none) and
+    `errors` (a chat model's draft refused, and why)."""
     ctx = run_context(runtime)
     rag = state.get("rag") or {}
     language = state.get("language") or rag.get("language") or "en"
@@ -628,6 +707,12 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     lines: list[str] = []
     errors: list[str] = []
     found: DirectAnswer | None = None
+    # Sources the question attributes what it asks about to, none of the caller's documents comes from
+    # (retrieve): another source's text is no answer to "what did the Bloomberg article say".
+    unheld = state.get("sources_unheld") or []
+    if unheld and set(unheld) >= set(state.get("sources_named") or []):
+        coverage = "none"
+        lines.append(phrase(language, "unheld_sources", sources=", ".join(unheld)))
     if coverage != "none":
         written = None
         try:
@@ -644,19 +729,24 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
                 written = None if problem else written
             if problem:
                 errors.append(f"compose: {problem}; extractive answer")
-        extractive, found = extractive_answer(question, state.get("sub_queries") or [], language, relevant,
-                                              analyzer, policy, cross_lingual_relevance(question, language, relevant,
-                                                                                        policy, ctx, errors))
+        extractive = extractive_answer(question, state.get("sub_queries") or [], language, relevant, analyzer,
+                                       policy, cross_lingual_relevance(question, language, relevant, policy, ctx,
+                                                                       errors))
+        found = extractive.found
+        coverage = answer_coverage(coverage, extractive, relevant, cfg)
         if written:
             # The model's draft is shown as it streamed; `direct_answer` stays the deterministic one,
             # taken from the evidence (the prompt asks the model to open with it too).
             lines.append(written)
         else:
-            lines += extractive
+            lines += extractive.lines
         cited = set(citations_in("\n".join(lines)))
         notes = [n for n in conflict_notes if set(citations_in(n)) & cited]
         if lines and notes:
             lines += ["", *notes]
+        if lines and unheld:
+            lines += ["", phrase(language, "unheld_sources", sources=", ".join(unheld))]
+            coverage = "low" if coverage in ("high", "medium") else coverage
         if not lines:
             coverage = "none"
     if not lines:

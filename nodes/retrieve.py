@@ -26,7 +26,7 @@ import math
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
-from graph.algorithms.scoping import mentioned_filters, scope_to_mentions
+from graph.algorithms.scoping import mentioned_filters, scope_to_mentions, unheld_sources
 from graph.algorithms.text import get_analyzer
 from graph.context import Context
 from graph.providers.resources import (
@@ -202,8 +202,8 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
 
     Reads the `Send` payload `task` (question, sub_query, index, kind, rag), not the state. Writes
     `hits` (this branch's lists, keyed `retrieve[i]`, plus one per scoped search the first branch
-    runs), `scoped_queries` (first branch only) and `errors` (degradations: lexical-only search,
-    unscoped search, malformed hits)."""
+    runs), `scoped_queries`, `sources_named` and `sources_unheld` (first branch only) and `errors`
+    (degradations: lexical-only search, unscoped search, malformed hits)."""
     ctx = run_context(runtime)
     rag = task["rag"]
     key = _task_key(task)
@@ -232,6 +232,12 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         results[key] = _search(ctx, index, rag, by_question=False,
                                sparse=analyzer.query_vector(task["sub_query"], language), filters=filters,
                                kind=task["kind"], sub_query=task["sub_query"], **common)
+        if task["index"] == 0 and task["kind"] == "sub_query":
+            # Which sources the question names that the caller holds nothing from (compose says so).
+            checked = _mentions(lambda q, *a: unheld_sources(q, language, *a), task["question"], policy, rag,
+                                ctx.tenant, index, problems)
+            if checked is not None:
+                update["sources_named"], update["sources_unheld"] = checked
         if task["index"] == 0 and task["kind"] == "sub_query" and ctx.decompose:
             # Sources the question names each get a search restricted to them, here in the first
             # branch rather than in a node of their own (no extra step for the many questions that

@@ -352,7 +352,7 @@ def test_a_part_a_heading_names_is_answered_by_the_list_under_it(policy):
     chunks = [mk("playbook-2026", 0.9, content=PLAYBOOK, header="Winter campaign playbook 2026")]
     question = "What is the 2026 winter sales goal and which actions does the playbook recommend?"
     parts = ["What is the 2026 winter sales goal", "which actions does the playbook recommend"]
-    lines, _ = extractive_answer(question, parts, "en", chunks, get_analyzer(policy), policy)
+    lines = extractive_answer(question, parts, "en", chunks, get_analyzer(policy), policy).lines
     answer = "\n".join(lines)
     # Every item of the list, in order, the first one introduced by its heading; nothing after the list.
     items = ["Launch a light-knit capsule", "Keep the weekly TikTok", "Hold eight weeks of jacket stock"]
@@ -374,5 +374,67 @@ def test_no_list_when_no_heading_names_the_part(policy):
     chunks = [mk("playbook-2026", 0.9, content=PLAYBOOK, header="Winter campaign playbook 2026")]
     question = "What is the 2026 winter sales goal and what was the budget of the launch event?"
     parts = ["What is the 2026 winter sales goal", "what was the budget of the launch event"]
-    lines, _ = extractive_answer(question, parts, "en", chunks, get_analyzer(policy), policy)
+    lines = extractive_answer(question, parts, "en", chunks, get_analyzer(policy), policy).lines
     assert not any("Recommended actions:" in line for line in lines)
+
+
+# --- what follows the direct answer, coverage the answer earns, versions of one asset ---------------
+
+REGIONS = ("The Northeast was the fastest-growing region, up 19.3% year over year.\n"
+           "Apparel retail sales in the country grew 6.2% in the first half of 2025, says the trade bulletin.")
+RETURNS = ("The online return rate was 9.8% of orders in 2025, down from 11.2% in 2024.\n"
+           "The main return reason online was size and fit, 54% of returns.")
+
+
+def _compose(tmp_path, question, chunks, **state):
+    ctx = Context(home=str(tmp_path), tenant="acme")
+    rag = {"enabled": True, "language": "en", "collections": ["documents"], "intent_source": "rule"}
+    return compose({"question": question, "rag": rag, "reranked": chunks, "language": "en", **state},
+                   runtime_for(ctx))
+
+
+def test_a_direct_answer_is_followed_by_its_evidence_not_by_what_merely_shares_words(tmp_path):
+    chunks = [mk("regional", 0.95, content=REGIONS.split("\n")[0], header="H1 2025 regional sales"),
+              mk("bulletin", 0.9, content=REGIONS.split("\n")[1], header="Retail bulletin, September")]
+    out = _compose(tmp_path, "Which region grew fastest in the first half of 2025?", chunks)
+    assert out["direct_answer"] == "Northeast"
+    assert "6.2%" not in out["answer"] and out["citations_used"] == ["regional"]
+
+
+def test_a_part_the_direct_answer_leaves_open_keeps_its_point(tmp_path):
+    chunks = [mk("returns", 0.95, content=RETURNS, header="Returns process and return rates 2025")]
+    out = _compose(tmp_path, "What is the online return rate and the main reason for returns?", chunks)
+    assert out["direct_answer"] == "9.8%"
+    assert "size and fit" in out["answer"]
+    # One strong document answering every part is not low coverage, and needs no suggestions.
+    assert out["coverage_level"] == "medium" and out["suggestions"] == []
+
+
+def test_a_part_nothing_covers_keeps_coverage_low(tmp_path):
+    chunks = [mk("returns", 0.95, content=RETURNS.split("\n")[0], header="Returns process 2025"),
+              mk("other", 0.9, content="Store openings continued in the Northeast.", header="Stores")]
+    out = _compose(tmp_path, "What is the online return rate and which carrier delivers the parcels?", chunks)
+    assert out["coverage_level"] == "low" and len(out["suggestions"]) == 3
+
+
+def test_a_question_about_sources_the_caller_lacks_is_answered_with_none(tmp_path):
+    chunks = [mk("returns", 0.95, content=RETURNS)]
+    out = _compose(tmp_path, "What did the Bloomberg article say about the return rate?", chunks,
+                   sources_named=["Bloomberg"], sources_unheld=["Bloomberg"])
+    assert out["coverage_level"] == "none" and out["citations_used"] == [] and out["direct_answer"] is None
+    assert out["answer"] == "None of the authorised documents comes from: Bloomberg."
+    assert len(out["suggestions"]) == 3
+
+
+def test_the_version_of_another_year_than_the_question_names_is_dropped_without_a_conflict_note(tmp_path):
+    chunks = [mk("playbook-2026", 0.9, content="The 2026 media budget is R$ 3.9 million.", date="2026-02-01",
+                 header="Winter playbook 2026"),
+              mk("playbook-2025", 0.8, content="The 2025 media budget was R$ 3.2 million.", date="2025-02-01",
+                 header="Winter playbook 2025")]
+    for chunk in chunks:
+        chunk["assetId"] = "winter-playbook"
+    out = _compose(tmp_path, "What is the media budget of the 2026 winter playbook?", chunks)
+    assert "3.2" not in out["answer"] and "disagree" not in out["answer"]
+    # Without a year in the question the two versions do disagree, and the answer says which it kept.
+    out = _compose(tmp_path, "What is the media budget of the winter playbook?", chunks)
+    assert "disagree" in out["answer"] and "[playbook-2026]" in out["answer"]

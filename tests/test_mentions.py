@@ -97,3 +97,79 @@ def test_a_source_gated_by_a_reingest_is_no_longer_scoped(tmp_path):
     ingest(False)
     state = _ask(tmp_path, question)
     assert state["scoped_queries"] == [] and state["reranked"] == []
+
+
+# --- sources the caller holds nothing from -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def source_cues():
+    from graph.policy import load_policy
+
+    return load_policy().languages.source_cues
+
+
+@pytest.mark.parametrize("question, language, names", [
+    ("What did a Bloomberg article and a report by Reuters say about the trial?", "en", ["Bloomberg", "Reuters"]),
+    ("According to The Wall Street Journal, how much did it cost?", "en", ["Wall Street Journal"]),
+    ("Which company, according to articles from TechCrunch and The Verge, spent billions?", "en",
+     ["TechCrunch", "Verge"]),
+    ("Was there a change between the report from Sporting News on November 7 and the other?", "en",
+     ["Sporting News"]),
+    ("Segundo a Folha de S.Paulo, quanto cresceram as vendas?", "pt", ["Folha de S.Paulo"]),
+    ("O que diz a reportagem do Valor Econômico sobre a Acme?", "pt", ["Valor Econômico"]),
+    # Not sources: a possessive (whose report), a name opening the question, lower-case words.
+    ("What did Tesla's report say about deliveries?", "en", []),
+    ("Bloomberg article aside, what happened?", "en", []),
+    ("What does the winter campaign playbook recommend?", "en", []),
+])
+def test_the_sources_a_question_attributes_to(source_cues, question, language, names):
+    from graph.algorithms.scoping import attributed_names
+
+    assert attributed_names(question, source_cues[language], ["November"]) == names
+
+
+def test_a_named_source_is_held_by_a_longer_value_and_the_reverse():
+    from graph.algorithms.scoping import _held
+
+    values = {"BBC News - Technology", "The New York Times", "Cnbc | World Business News Leader"}
+    assert _held("BBC News", values) and _held("New York Times", values) and _held("CNBC", values)
+    assert not _held("Bloomberg", values) and not _held("BBC Sport", values)
+
+
+def _answer(home, question):
+    return compile_graph().invoke({"question": question}, context=Context(home=str(home), tenant="news", top_n=10))
+
+
+def test_a_question_about_a_source_the_tenant_lacks_gets_coverage_none(home):
+    # Globex Daily is another tenant's source; Secret Wire's only document is a draft.
+    for question in ("What did the Bloomberg article say about the FTX trial?",
+                     "According to Globex Daily, what happened at the FTX trial?",
+                     "What did the Secret Wire story report about the FTX trial?"):
+        state = _answer(home, question)
+        assert state["sources_unheld"] == state["sources_named"] != []
+        assert state["coverage_level"] == "none" and state["citations_used"] == []
+        assert state["answer"].startswith("None of the authorised documents comes from:")
+        assert "covers the FTX trial" not in state["answer"]  # the other tenant's text, never shown
+
+
+def test_a_held_source_is_answered_and_a_missing_one_named(home):
+    state = _answer(home, "What did the TechCrunch article and the Bloomberg article say about the FTX trial?")
+    assert state["sources_named"] == ["TechCrunch", "Bloomberg"] and state["sources_unheld"] == ["Bloomberg"]
+    assert "tc-1" in state["citations_used"]
+    assert state["answer"].rstrip().endswith("None of the authorised documents comes from: Bloomberg.")
+    assert state["coverage_level"] in ("low", "none")
+    held = _answer(home, "What did the TechCrunch article say about the FTX trial?")
+    assert held["sources_unheld"] == [] and "comes from" not in held["answer"]
+
+
+def test_documents_without_sources_are_not_checked(tmp_path):
+    src = tmp_path / "docs.jsonl"
+    src.write_text(json.dumps({"id": "n1", "content": "The FTX trial opened in October with fraud charges.",
+                               "metadata": {"isApprovedForAI": True, "status": "ready"}}), encoding="utf-8")
+    ctx = Context(home=str(tmp_path))
+    ingest_path(src, collection="documents", tenant="news", context=ctx)
+    state = compile_graph().invoke({"question": "What did the Bloomberg article say about the FTX trial?"},
+                                   context=Context(home=str(tmp_path), tenant="news"))
+    assert state["sources_named"] == ["Bloomberg"] and state["sources_unheld"] == []
+    assert "comes from" not in state["answer"]

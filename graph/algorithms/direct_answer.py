@@ -66,6 +66,16 @@ class DirectAnswer:
     also_from: tuple[str, ...] = ()
 
 
+def states_answer(sentence: str, found: DirectAnswer) -> bool:
+    """The sentence states the direct answer (one of its values, dates or names, as written), or is
+    where one of them was read."""
+    if sentence == found.sentence or sentence in found.also_from:
+        return True
+    text = fold(sentence)
+    return any(piece and re.search(rf"(?<!\w){re.escape(piece)}(?!\w)", text)
+               for piece in (fold(p.strip()) for p in found.text.split(";")))
+
+
 class QuestionWords:
     """The question's content words, and which of them a text holds: the same stem, or the same first
     five letters for longer words (truncation: "cresceram" holds "crescimento", which the Snowball

@@ -4,15 +4,23 @@ A question that names a source ("as TechCrunch reported") or writes out a date (
 October 18, 2023") is searched within it too: `scope_to_mentions` gives those restricted searches,
 `mentioned_filters` the filters of one part of a split question. The values come from the engine's
 facet of the tenant's documents (`named_values`), never from a list in code.
+
+A question can also attribute what it asks about to a source none of the tenant's documents comes from
+("a Bloomberg article", "according to Reuters"): `unheld_sources` finds those names (the policy's
+`languages.source_cues` say how a source is named), so that the answer says the documents hold nothing
+from them instead of quoting another source.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 import time
+from collections.abc import Iterable
 from datetime import timedelta
 
-from graph.algorithms.text import count_phrases, find_dates
-from graph.policy import Policy
+from graph.algorithms.text import count_phrases, find_dates, fold
+from graph.policy import Policy, SourceCues
 
 
 def engine_of(index):
@@ -25,11 +33,10 @@ _values_cache: dict[tuple, tuple[float, list[str], object, int]] = {}
 VALUES_TTL_SECONDS = 30.0
 
 
-def named_values(question: str, field: str, collections: list[str], tenant: str, index) -> list[str]:
-    """Values of `field` among the tenant's documents that the question names (word boundaries,
-    case-insensitive), longest first. The values are asked of the engine (facet) at most every
-    `VALUES_TTL_SECONDS` per collection and tenant, and again after a write through the same engine
-    object (a re-ingest that gates or removes a document must not leave its source named)."""
+def field_values(field: str, collections: list[str], tenant: str, index) -> set[str]:
+    """The values of `field` among the tenant's servable documents. They are asked of the engine (facet)
+    at most every `VALUES_TTL_SECONDS` per collection and tenant, and again after a write through the
+    same engine object (a re-ingest that gates or removes a document must not leave its source named)."""
     values: set[str] = set()
     now = time.monotonic()
     for collection in collections:
@@ -47,8 +54,95 @@ def named_values(question: str, field: str, collections: list[str], tenant: str,
             hit = (now, list(found), engine, writes)
             _values_cache[key] = hit
         values.update(hit[1])
-    candidates = sorted((v for v in values if len(v) >= 3), key=len, reverse=True)
+    return values
+
+
+def named_values(question: str, field: str, collections: list[str], tenant: str, index) -> list[str]:
+    """Values of `field` among the tenant's documents (`field_values`) that the question names (word
+    boundaries, case-insensitive), longest first."""
+    candidates = sorted((v for v in field_values(field, collections, tenant, index) if len(v) >= 3),
+                        key=len, reverse=True)
     return [v for v in candidates if count_phrases(question, [v])]
+
+
+# A name: capitalised words, joined by a few small words ("Wall Street Journal", "Times of India").
+_NAME = r"[A-Z][\w&'’.-]*(?:\s+(?:(?:of|and|&|de|da|do|dos|das|e)\s+)?[A-Z][\w&'’.-]*)*"
+
+
+@functools.lru_cache(maxsize=16)
+def _attribution_patterns(cues: SourceCues) -> tuple[re.Pattern[str], ...]:
+    """"<name> <noun>", "<noun> <link> <name>" and "<before> <name>", each capturing the name."""
+    def alternatives(words: tuple[str, ...]) -> str:
+        return "|".join(r"\s+".join(map(re.escape, w.split())) for w in sorted(words, key=len, reverse=True))
+
+    # The cue words in any case, the name capitalised.
+    nouns, links, before = (f"(?i:{alternatives(w)})" if w else "" for w in (cues.nouns, cues.links, cues.before))
+    article = rf"(?:(?i:{alternatives(cues.articles)})\s+)?" if cues.articles else ""
+    out = []
+    if nouns:
+        out.append(re.compile(rf"(?<![\w'’])({_NAME})['\"’]?\s+{nouns}\b"))
+        if links:
+            out.append(re.compile(rf"\b{nouns}\s+{links}\s+{article}['\"‘“]?({_NAME})"))
+    if before:
+        out.append(re.compile(rf"\b{before}\s+{article}['\"‘“]?({_NAME})"))
+    return tuple(out)
+
+
+def attributed_names(question: str, cues: SourceCues | None, not_names: Iterable[str] = ()) -> list[str]:
+    """The names the question gives as sources of what it asks about, in order, each once: "Bloomberg"
+    of "a Bloomberg article", "Reuters" of "a report by Reuters", "Fortune" of "according to Fortune".
+    A name that opens the question, one written with a possessive ("Tesla's report": whose report, not
+    where it was published) or one of `not_names` (month names: "the report from Sporting News on
+    November 7") is not one."""
+    if cues is None:
+        return []
+    skip = {fold(w) for w in not_names}
+    articles = {fold(a) for a in cues.articles}
+    found: dict[int, str] = {}
+    for pattern in _attribution_patterns(cues):
+        for m in pattern.finditer(question):
+            if m.start(1) == 0 or re.search(r"['’]s?$", m.group(1)):
+                continue
+            # "TechCrunch and The Verge": two sources; "Life and Style" is matched by its parts just as well.
+            for offset, name in _parts(m.group(1)):
+                words = name.split()
+                while words and fold(words[0]) in articles:
+                    words = words[1:]
+                if words and fold(" ".join(words)) not in skip:
+                    found.setdefault(m.start(1) + offset, " ".join(words).strip(".-"))
+    return list(dict.fromkeys(found[k] for k in sorted(found)))
+
+
+def _parts(name: str) -> list[tuple[int, str]]:
+    """A name split where "and", "e" or "&" joins two: (offset, part)."""
+    out, start = [], 0
+    for m in re.finditer(r"\s+(?:and|e|&)\s+", name):
+        out.append((start, name[start:m.start()]))
+        start = m.end()
+    return [*out, (start, name[start:])]
+
+
+def _held(name: str, values: set[str]) -> bool:
+    """A source value is the name, holds it ("BBC News - Technology" holds "BBC News"), or is held by it."""
+    folded = fold(name)
+    pattern = re.compile(rf"(?<!\w){re.escape(folded)}(?!\w)")
+    return any(pattern.search(fold(v)) or (len(v) >= 3 and re.search(rf"(?<!\w){re.escape(fold(v))}(?!\w)", folded))
+               for v in values)
+
+
+def unheld_sources(question: str, language: str, policy: Policy, rag: dict, tenant: str,
+                   index) -> tuple[list[str], list[str]]:
+    """(the sources the question names, those of them none of the tenant's documents comes from).
+    Nothing is checked when the documents record no source at all (`retrieval.mention_fields` names
+    the field; a collection without it cannot say where its text was published)."""
+    cues = policy.languages.source_cues.get(language)
+    named = attributed_names(question, cues, [m for months in policy.languages.months.values() for m in months])
+    if not named or "source" not in policy.retrieval.mention_fields:
+        return named, []
+    values = field_values("source", rag.get("collections") or [], tenant, index)
+    if not values:
+        return named, []
+    return named, [n for n in named if not _held(n, values)]
 
 
 def mentioned_values(question: str, policy: Policy, rag: dict, tenant: str, index) -> dict[str, list[str]]:
