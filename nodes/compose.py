@@ -385,6 +385,18 @@ def answers_every_part(parts: list[str], points: list[Candidate], found: DirectA
                for part in parts)
 
 
+def unattested_measure(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer, policy) -> str | None:
+    """The measure a value question asks for ("salário" of "Qual é o salário médio …?") when no relevant
+    chunk, title included, holds it; None otherwise, and always when some evidence is in another language
+    (its words cannot be looked for)."""
+    measure = question_form(question, language, policy.languages.question_cues).measure
+    if not measure or not chunks or any(in_another_language(c, language) for c in chunks):
+        return None
+    asked = analyzer.terms(measure, language)
+    held = any(asked & analyzer.terms(f"{_title(c)} {c['content']}", language) for c in chunks)
+    return None if held or not asked else measure
+
+
 def answer_coverage(evidence: str, answer: ExtractiveAnswer, chunks: list[Chunk], cfg: ComposeSettings) -> str:
     """The coverage level the answer earns: the evidence's (`coverage_level`), at most "low" when a part of
     the question is named missing, and at least "medium" when one strong document (best score at least
@@ -734,6 +746,12 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
                                                                        errors))
         found = extractive.found
         coverage = answer_coverage(coverage, extractive, relevant, cfg)
+        measure = None if found else unattested_measure(question, language, relevant, analyzer, policy)
+        if measure:
+            # "Qual é o salário médio …?" over documents that never speak of salaries: a sentence about
+            # the stores' sellers is no answer to it.
+            coverage, written, extractive = "none", None, extractive._replace(lines=[])
+            missing = [measure, *(m for m in missing if m != measure)]
         if written:
             # The model's draft is shown as it streamed; `direct_answer` stays the deterministic one,
             # taken from the evidence (the prompt asks the model to open with it too).

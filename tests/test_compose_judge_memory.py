@@ -438,3 +438,15 @@ def test_the_version_of_another_year_than_the_question_names_is_dropped_without_
     # Without a year in the question the two versions do disagree, and the answer says which it kept.
     out = _compose(tmp_path, "What is the media budget of the winter playbook?", chunks)
     assert "disagree" in out["answer"] and "[playbook-2026]" in out["answer"]
+
+
+def test_a_value_question_about_a_measure_no_document_holds_gets_coverage_none(tmp_path):
+    sellers = "The spring campaign boosts videos recorded by the stores' sellers and by creators."
+    chunks = [mk("campaign", 0.8, content=sellers, header="TikTok Spark Ads campaign")]
+    out = _compose(tmp_path, "What is the average salary of the store sellers?", chunks)
+    assert out["coverage_level"] == "none" and out["citations_used"] == []
+    assert "salary" in out["answer"] and len(out["suggestions"]) == 3
+    # The measure held by the evidence: answered as before.
+    paid = [mk("pay", 0.8, content="The average salary of store sellers was R$ 2.900,00 in 2025.", header="Pay")]
+    out = _compose(tmp_path, "What is the average salary of the store sellers?", paid)
+    assert out["direct_answer"] == "R$ 2.900,00" and out["coverage_level"] != "none"

@@ -45,6 +45,9 @@ class QuestionForm:
     wants_share: bool = False    # a share word anywhere: the value asked is a percentage
     # The answer is a name: a who-question, or a which-question about a kind of entity ("which company").
     wants_name: bool = False
+    # The quantity word that made a which/what question ask for a value ("salário" of "Qual é o salário
+    # médio …?"), folded; "" otherwise.
+    measure: str = ""
 
     @property
     def wants_short_answer(self) -> bool:
@@ -89,12 +92,14 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
                 continue
             after = tuple(w for w in _WORD.findall(text[m.end():])[:_FOCUS_WINDOW] if fold(w) not in lexicon.yes_no)
             window = " ".join(after)
+            measure = ""
             if kind in ("which", "open"):
                 if has_any_phrase(window, lexicon.quantity_words):
                     kind = "how_much"
+                    measure = next((w for w in after if has_any_phrase(w, lexicon.quantity_words)), "")
                 elif has_any_phrase(window, lexicon.time_words):
                     kind = "when"
             wants_name = kind == "who" or (kind == "which" and (fold(cue) in {fold(c) for c in lexicon.name_cues}
                                                                 or has_any_phrase(window, lexicon.entity_nouns)))
-            return QuestionForm(kind, cue, compares, after, wants_share, wants_name)
+            return QuestionForm(kind, cue, compares, after, wants_share, wants_name, measure)
     return QuestionForm("open", "", compares, (), wants_share)
