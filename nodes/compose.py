@@ -13,8 +13,10 @@ gives exactly three concrete suggestions. It says "nothing found" only when it h
 With a chat model (`RAGATE_CHAT_MODEL`), the model writes the answer from the same relevant chunks
 under the rules of `prompts/compose.yaml`, token by token: the tokens reach LangGraph's
 `stream_mode="messages"` (a preview; the judged `answer` in the final state is what counts). Coverage,
-conflict resolution, suggestions and `direct_answer` stay deterministic (the prompt asks the model
-to open with the direct answer as well; its draft is shown as it streamed). An empty reply, one citing nothing or an id
+conflict resolution and suggestions stay deterministic. The prompt asks the model to open with the
+direct answer: when its draft does (`draft_direct_answer`: a short first line, cited, or a yes/no to a
+yes/no question; its values pass the groundedness checks with the rest), that is `direct_answer`; when
+it does not, the deterministic direct answer is `direct_answer` and is put on top of the draft. An empty reply, one citing nothing or an id
 that was not retrieved, one the judge's hard checks would block (an invented value, an uncited fact),
 or a failing model gives the extractive answer, with the reason in `errors`. A model that streams
 on and on fails too: the whole answer must arrive within the provider timeout (per retry), as a
@@ -46,7 +48,7 @@ from graph.algorithms.direct_answer import (
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import block_after, claim_sentences
 from graph.algorithms.question_form import question_form
-from graph.algorithms.text import YEAR, Analyzer, citations_in, get_analyzer
+from graph.algorithms.text import YEAR, Analyzer, citations_in, fold, get_analyzer, strip_citations
 from graph.context import Context
 from graph.policy import ComposeSettings, DenseCalibration
 from graph.prompts import llm_prompt, phrase, phrases
@@ -619,6 +621,24 @@ def llm_answer(llm: Any, question: str, language: str, coverage: str, chunks: li
     return answer, None
 
 
+_BULLET_OPENING = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s")
+
+
+def draft_direct_answer(draft: str, question: str, language: str, policy) -> str | None:
+    """The direct answer a chat model's draft opens with (prompts/compose.yaml, rule 5), without its
+    citations, or None: its first line is a bullet, longer than the direct answer's `MAX_WORDS`, cites
+    nothing while not a yes/no, or is a yes/no the question does not ask for."""
+    opening = next((line for line in draft.splitlines() if line.strip()), "")
+    text = strip_citations(opening).strip().rstrip(".").strip()
+    if not text or _BULLET_OPENING.match(opening) or len(text.split()) > MAX_WORDS:
+        return None
+    first = fold(re.split(r"\W+", text, maxsplit=1)[0])
+    answers_yes_no = first in {fold(phrase(language, "yes")), fold(phrase(language, "no"))}
+    if answers_yes_no != (question_form(question, language, policy.languages.question_cues).kind == "yes_no"):
+        return None
+    return text if answers_yes_no or citations_in(opening) else None
+
+
 def cross_lingual_relevance(question: str, language: str, chunks: list[Chunk], policy, ctx: Context,
                             notes: list[str]) -> Callable[[list[str]], list[float]] | None:
     """`meaning_relevance` when the best chunk is in another language than the question, else None (words
@@ -719,6 +739,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     lines: list[str] = []
     errors: list[str] = []
     found: DirectAnswer | None = None
+    direct: str | None = None  # the chat model's own direct answer, when its draft opens with one
     # Sources the question attributes what it asks about to, none of the caller's documents comes from
     # (retrieve): another source's text is no answer to "what did the Bloomberg article say".
     unheld = state.get("sources_unheld") or []
@@ -753,8 +774,14 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
             coverage, written, extractive = "none", None, extractive._replace(lines=[])
             missing = [measure, *(m for m in missing if m != measure)]
         if written:
-            # The model's draft is shown as it streamed; `direct_answer` stays the deterministic one,
-            # taken from the evidence (the prompt asks the model to open with it too).
+            # The model's draft is shown as it streamed. Its opening is the direct answer when it is one
+            # (short, not a bullet; its values passed the groundedness checks with the rest of the draft);
+            # a draft that opens otherwise gets the deterministic direct answer on top.
+            drafted = draft_direct_answer(written, question, language, policy)
+            if drafted:
+                found, direct = None, drafted
+            elif found:
+                lines += [direct_line(found, language), ""]
             lines.append(written)
         else:
             lines += extractive.lines
@@ -776,6 +803,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     citations = [cid for cid in citations_in(answer) if cid in retrieved_ids]
     suggestions = (build_suggestions(language, rag, chunks, missing, list(policy.routing.allow_intents))
                    if coverage in ("low", "none") else [])
-    return {"answer": answer, "direct_answer": direct_text(found, language) if lines and coverage != "none" else None,
+    direct = direct or direct_text(found, language)
+    return {"answer": answer, "direct_answer": direct if lines and coverage != "none" else None,
             "citations_used": citations, "coverage_level": coverage, "suggestions": suggestions,
             **({"errors": errors} if errors else {})}

@@ -196,3 +196,35 @@ def test_a_real_value_put_in_the_wrong_context_gives_the_extractive_answer(llm_e
     (error,) = [e for e in state["errors"] if e.startswith("compose:")]
     assert "puts 26,9% (claim 1) in a context its cited sentences do not give it" in error, error
     assert draft not in state["answer"] and "7,9%" in state["answer"]
+
+
+# --- the draft's direct answer ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("draft, question, language, direct", [
+    (COMPOSED, QUESTION, "pt", "As vendas do inverno 2025 cresceram 7,9% sobre o inverno 2024"),
+    ("7,9% [d1].\n\n- As vendas de inverno cresceram 7,9% em 2025 [d1].", QUESTION, "pt", "7,9%"),
+    ("Yes, both articles report a rise [d1].\n- ...", "Did both articles report a rise?", "en",
+     "Yes, both articles report a rise"),
+    ("Sim [d1].", "Houve crescimento das vendas em 2025?", "pt", "Sim"),
+    # Not a direct answer: a bullet first, a long opening, an uncited one, a yes/no to another question.
+    ("- As vendas cresceram 7,9% [d1].", QUESTION, "pt", None),
+    ("As vendas de inverno da Acme Moda cresceram 7,9% em 2025, puxadas pelo Sul e pelo app [d1].", QUESTION,
+     "pt", None),
+    ("As vendas cresceram 7,9%.\n- Fonte [d1].", QUESTION, "pt", None),
+    ("Yes [d1].", "How much did sales grow?", "en", None),
+])
+def test_the_direct_answer_a_draft_opens_with(draft, question, language, direct):
+    from graph.policy import load_policy
+    from nodes.compose import draft_direct_answer
+
+    assert draft_direct_answer(draft, question, language, load_policy()) == direct
+
+
+def test_a_draft_without_a_direct_answer_gets_the_deterministic_one_on_top(llm_env, graph, corpus):
+    bullets = (f"- A receita bruta do inverno 2025 foi de R$ 118.430.227,35 [{DOC}].\n"
+               f"- As vendas cresceram 7,9% sobre o inverno 2024 [{DOC}].")
+    llm_env.script(CHAT, Reply.chat(bullets))
+    final = graph.invoke({"question": QUESTION}, context=context(corpus))
+    assert final["direct_answer"] == "7,9%"
+    assert final["answer"].startswith(f"7,9% [{DOC}].\n\n- A receita bruta") and final["answer"].endswith(bullets)
