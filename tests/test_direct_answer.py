@@ -62,6 +62,8 @@ def test_value_is_the_one_the_question_points_at(policy):
                  "Nordeste, 6,8; e Norte, 9,4.")),
     ])
     assert found is not None and "6,8" in found.text and "3,2" not in found.text and found.doc_ids == ("ops",)
+    # A list's bare number takes the unit of its first value.
+    assert found.text == "6,8 dias úteis"
 
 
 def test_growth_matches_crescimento_by_its_first_letters(policy):

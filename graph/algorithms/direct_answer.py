@@ -187,15 +187,33 @@ _TAIL_WORDS = re.compile(r"(?:\s+[^\W\d_][\w-]*){1,2}")
 
 def _value_phrase(sentence: str, start: int, end: int, question: QuestionWords) -> str:
     """The value with its currency and unit, nothing else: "R$ 3,9 milhões", "6,8 dias úteis", "9.8%".
-    Up to two words after it are its unit when they are content words the question does not use."""
+    Up to two words after it are its unit when they are content words the question does not use. A bare
+    number in a list whose first value has a unit takes that unit ("Sudeste, 3,2 dias úteis; Sul, 4,1;
+    Nordeste, 6,8": 6,8 dias úteis)."""
     lead = _CURRENCY_BEFORE.search(sentence[:start])
     start = lead.start() if lead else start
+    unit = _unit_after(sentence, end, question)
+    if unit is None and not lead and sentence[start:end].strip().replace(",", "").replace(".", "").isdigit():
+        first = min(_value_spans(sentence), default=None)
+        if first and first[1] < start and _LIST_GAP.fullmatch(sentence[first[1]:start]):
+            listed = _unit_after(sentence, first[1], question)
+            return f"{sentence[start:end].strip()} {sentence[first[1]:listed].strip()}" if listed else \
+                sentence[start:end].strip()
+    return sentence[start:unit or end].strip()
+
+
+# Between a list's values: labels and separators only, no sentence end ("3,2 dias úteis; Sul, 4,1; … Nordeste, ").
+_LIST_GAP = re.compile(r"[^.!?]*[;,][^.!?]*")
+
+
+def _unit_after(sentence: str, end: int, question: QuestionWords) -> int | None:
+    """Where the unit after a value ends (up to two content words the question does not use), or None."""
     tail = _TAIL_WORDS.match(sentence, end)
     if tail:
         words = tail.group(0).split()
         if all(question.analyzer.terms(w, question.language) and not question.held(w) for w in words):
-            end = tail.end()
-    return sentence[start:end].strip()
+            return tail.end()
+    return None
 
 
 def _value_spans(sentence: str) -> list[tuple[int, int]]:
