@@ -627,16 +627,20 @@ _BULLET_OPENING = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s")
 def draft_direct_answer(draft: str, question: str, language: str, policy) -> str | None:
     """The direct answer a chat model's draft opens with (prompts/compose.yaml, rule 5), without its
     citations, or None: its first line is a bullet, longer than the direct answer's `MAX_WORDS`, cites
-    nothing while not a yes/no, or is a yes/no the question does not ask for."""
+    nothing (a small model's "No. The documents do not cover this." is no answer), is a yes/no the question
+    does not ask for, or says both ("Yes and no")."""
     opening = next((line for line in draft.splitlines() if line.strip()), "")
     text = strip_citations(opening).strip().rstrip(".").strip()
-    if not text or _BULLET_OPENING.match(opening) or len(text.split()) > MAX_WORDS:
+    if not text or _BULLET_OPENING.match(opening) or len(text.split()) > MAX_WORDS or not citations_in(opening):
         return None
-    first = fold(re.split(r"\W+", text, maxsplit=1)[0])
-    answers_yes_no = first in {fold(phrase(language, "yes")), fold(phrase(language, "no"))}
+    said = [fold(w) for w in re.findall(r"\w+", text)]
+    yes, no = fold(phrase(language, "yes")), fold(phrase(language, "no"))
+    answers_yes_no = said[0] in (yes, no)
+    if answers_yes_no and {yes, no} <= set(said):
+        return None
     if answers_yes_no != (question_form(question, language, policy.languages.question_cues).kind == "yes_no"):
         return None
-    return text if answers_yes_no or citations_in(opening) else None
+    return text
 
 
 def cross_lingual_relevance(question: str, language: str, chunks: list[Chunk], policy, ctx: Context,

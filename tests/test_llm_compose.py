@@ -213,6 +213,8 @@ def test_a_real_value_put_in_the_wrong_context_gives_the_extractive_answer(llm_e
      "pt", None),
     ("As vendas cresceram 7,9%.\n- Fonte [d1].", QUESTION, "pt", None),
     ("Yes [d1].", "How much did sales grow?", "en", None),
+    ("No. The documents do not cover this question.\n- Sales grew [d1].", "Did both articles report a rise?", "en", None),
+    ("Yes and no [d1].", "Did both articles report a rise?", "en", None),
 ])
 def test_the_direct_answer_a_draft_opens_with(draft, question, language, direct):
     from graph.policy import load_policy
