@@ -400,7 +400,8 @@ def test_embedding_provider_fails_at_compose(graph, home, scripted_server, mode)
     state, out, elapsed = run(graph, context(home, chat_model="openai/chat", provider_retries=retries), Q_SIMPLE, limit)
     check_run(state, out, elapsed, limit, injected, timeout_floor=T if mode == "timeout" else 0,
               errors=[rf"^compose: embeddings unavailable for the draft's checks \(.*{reason}.*\); lexical support only$"])
-    assert out["answer"] == PARAPHRASE and not any(e.startswith("judge:") for e in out["errors"])
+    # The draft stands (it opens with no direct answer, so the deterministic one is put on top of it).
+    assert out["answer"] == f"7,9% [{DOC}].\n\n{PARAPHRASE}" and not any(e.startswith("judge:") for e in out["errors"])
     assert any(c["semantic"] is not None for c in out["verdict"]["checks"])  # the judge's check had its vectors
 
 
@@ -419,7 +420,7 @@ def test_embedding_provider_fails_at_compose_and_judge(graph, home, scripted_ser
     check_run(state, out, elapsed, limit, injected,
               errors=[r"^compose: embeddings unavailable for the draft's checks",
                       rf"^judge: embeddings unavailable, lexical support only: .*{reason}"])
-    assert out["answer"] == PARAPHRASE and all(c["semantic"] is None for c in out["verdict"]["checks"])
+    assert out["answer"] == f"7,9% [{DOC}].\n\n{PARAPHRASE}" and all(c["semantic"] is None for c in out["verdict"]["checks"])
 
 
 # --- 2. the chat model -------------------------------------------------------------------------------
