@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from graph.algorithms.question_form import QuestionForm
-from graph.algorithms.text import YEAR, Analyzer, find_dates, fold, value_spans
+from graph.algorithms.text import YEAR, Analyzer, find_dates, fold, has_any_phrase, value_spans
 
 MAX_WORDS = 12
 _WORDS = re.compile(r"\w+", re.UNICODE)
@@ -65,15 +65,16 @@ class DirectAnswer:
     sentence: str
     also_from: tuple[str, ...] = ()
 
+    @property
+    def sentences(self) -> tuple[str, ...]:
+        """Every sentence it was read from: its first part's, then the further parts'."""
+        return (self.sentence, *self.also_from)
+
 
 def states_answer(sentence: str, found: DirectAnswer) -> bool:
     """The sentence states the direct answer (one of its values, dates or names, as written), or is
     where one of them was read."""
-    if sentence == found.sentence or sentence in found.also_from:
-        return True
-    text = fold(sentence)
-    return any(piece and re.search(rf"(?<!\w){re.escape(piece)}(?!\w)", text)
-               for piece in (fold(p.strip()) for p in found.text.split(";")))
+    return sentence in found.sentences or has_any_phrase(sentence, found.text.split(";"))
 
 
 class QuestionWords:

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from datetime import timedelta
 
-from graph.algorithms.text import count_phrases, find_dates, fold
+from graph.algorithms.text import count_phrases, find_dates, fold, has_any_phrase
 from graph.policy import Policy, SourceCues
 
 
@@ -124,10 +124,8 @@ def _parts(name: str) -> list[tuple[int, str]]:
 
 def _held(name: str, values: set[str]) -> bool:
     """A source value is the name, holds it ("BBC News - Technology" holds "BBC News"), or is held by it."""
-    folded = fold(name)
-    pattern = re.compile(rf"(?<!\w){re.escape(folded)}(?!\w)")
-    return any(pattern.search(fold(v)) or (len(v) >= 3 and re.search(rf"(?<!\w){re.escape(fold(v))}(?!\w)", folded))
-               for v in values)
+    return (any(has_any_phrase(v, (name,)) for v in values)
+            or has_any_phrase(name, sorted(v for v in values if len(v) >= 3)))
 
 
 def unheld_sources(question: str, language: str, policy: Policy, rag: dict, tenant: str,
