@@ -290,6 +290,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance)
              or direct_answer(question, form, parts, titled, words, **direct_settings(policy, language)))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
+    read = [c for c in candidates if found and c.text in found.sentences]  # where the direct answer was read
     # The direct answer's sentence follows it when it says more than the direct answer does.
     first = source if source and len(found.text.split()) < 0.5 * len(source.text.split()) else None
     # A short answer needs a point per part of the question; an explanation may take more.
@@ -323,7 +324,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         # After a direct answer come its evidence and what answers the parts it leaves open, not the
         # other sentences that share the question's words ("Indicadores acompanhados…" after the
         # category's sales; a national retail figure after "the Northeast").
-        open_words = unanswered_words(parts, found, candidates, words, titles)
+        open_words = unanswered_words(parts, read, words, titles)
         picked = [c for c in picked if c is source or states_answer(c.text, found) or c.terms & open_words]
     if source and first is None:
         picked = [c for c in picked if c is not source]
@@ -347,21 +348,20 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
                else uncovered_parts(parts, chunks, language, analyzer))
     if missing:
         lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]
-    complete = not missing and answers_every_part(parts or [question], picked, found, candidates, words, titles,
-                                                  language, policy.languages.question_cues)
+    complete = not missing and answers_every_part(parts or [question], read + picked, found is not None, words,
+                                                  titles, language, policy.languages.question_cues)
     return ExtractiveAnswer(lines, found, complete, missing)
 
 
-def unanswered_words(parts: list[str], found: DirectAnswer, candidates: list[Candidate], words: QuestionWords,
+def unanswered_words(parts: list[str], read: list[Candidate], words: QuestionWords,
                      titles: dict[str, frozenset[int]]) -> frozenset[int]:
     """The question words of the parts the direct answer leaves open. A one-part question is what the
     direct answer answers; a part of a longer one is answered when the sentences the direct answer was
-    read from, with their documents' titles ("Vendas de inverno 2025"), hold all its words but one at
+    `read` from, with their documents' titles ("Vendas de inverno 2025"), hold all its words but one at
     most ("the main reason" of "What is the return rate and the main reason?" is open after "9.8%")."""
     if len(parts) < 2:
         return frozenset()
-    read = [c for c in candidates if c.text == found.sentence or c.text in found.also_from]
-    held = frozenset().union(*(c.terms | titles.get(c.doc_id, frozenset()) for c in read))
+    held = held_with_titles(read, titles)
     open_words: set[int] = set()
     for part in parts:
         unheld = words.held(part) - held
@@ -370,21 +370,24 @@ def unanswered_words(parts: list[str], found: DirectAnswer, candidates: list[Can
     return frozenset(open_words)
 
 
-def answers_every_part(parts: list[str], points: list[Candidate], found: DirectAnswer | None,
-                       candidates: list[Candidate], words: QuestionWords, titles: dict[str, frozenset[int]],
-                       language: str, cues) -> bool:
+def answers_every_part(parts: list[str], said: list[Candidate], direct: bool, words: QuestionWords,
+                       titles: dict[str, frozenset[int]], language: str, cues) -> bool:
     """Nothing the question asks is left unsaid: a question asking for a value, date, name or yes/no has
-    its direct answer, and the answer's sentences (the direct answer's and the points), with their
+    its `direct` answer, and the answer's sentences (`said`: the direct answer's and the points), with their
     documents' titles, hold every word of every part of the question, the words of its cue aside ("share"
     of "what share", "fast" of "how fast") — but one, when a direct answer vouches for the part ("came"
     of "what share of revenue came from the app": 15.1%)."""
-    said = [c for c in candidates if found and (c.text == found.sentence or c.text in found.also_from)] + points
-    if not said or (found is None and question_form(" ".join(parts), language, cues).wants_short_answer):
+    if not said or (not direct and question_form(" ".join(parts), language, cues).wants_short_answer):
         return False
-    held = frozenset().union(*(c.terms | titles.get(c.doc_id, frozenset()) for c in said))
-    spare = 1 if found else 0
+    held = held_with_titles(said, titles)
+    spare = 1 if direct else 0
     return all(len(words.held(part) - words.held(question_form(part, language, cues).cue) - held) <= spare
                for part in parts)
+
+
+def held_with_titles(sentences: list[Candidate], titles: dict[str, frozenset[int]]) -> frozenset[int]:
+    """The question words the sentences hold, or their documents' titles do."""
+    return frozenset().union(*(c.terms | titles.get(c.doc_id, frozenset()) for c in sentences))
 
 
 def unattested_measure(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer, policy) -> str | None:
