@@ -238,21 +238,21 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
                                 ctx.tenant, index, problems)
             if checked is not None:
                 update["sources_named"], update["sources_unheld"] = checked
-        if task["index"] == 0 and task["kind"] == "sub_query" and ctx.decompose:
-            # Sources the question names each get a search restricted to them, here in the first
-            # branch rather than in a node of their own (no extra step for the many questions that
-            # name none).
-            scoped = _mentions(scope_to_mentions, task["question"], policy, rag, ctx.tenant, index, problems) or []
-            update["scoped_queries"] = scoped
-            for s in scoped:
-                label = f"{key}:{filter_label(s['filters'])}"
-                try:
-                    results[label] = _search(
-                        ctx, index, rag, by_question=True, sparse=analyzer.query_vector(s["query"], language),
-                        filters={**filters, **s["filters"]}, kind="scoped", sub_query=s["query"], **common)
-                except Exception as exc:  # the main search stands; this one is recorded
-                    results[label] = SearchResult(sub_query=s["query"], kind="scoped", dense=[], lexical=[],
-                                                  error=f"{type(exc).__name__}: {exc}")
+            if ctx.decompose:
+                # Sources the question names each get a search restricted to them, here in the first
+                # branch rather than in a node of their own (no extra step for the many questions that
+                # name none).
+                scoped = _mentions(scope_to_mentions, task["question"], policy, rag, ctx.tenant, index, problems) or []
+                update["scoped_queries"] = scoped
+                for s in scoped:
+                    label = f"{key}:{filter_label(s['filters'])}"
+                    try:
+                        results[label] = _search(
+                            ctx, index, rag, by_question=True, sparse=analyzer.query_vector(s["query"], language),
+                            filters={**filters, **s["filters"]}, kind="scoped", sub_query=s["query"], **common)
+                    except Exception as exc:  # the main search stands; this one is recorded
+                        results[label] = SearchResult(sub_query=s["query"], kind="scoped", dense=[], lexical=[],
+                                                      error=f"{type(exc).__name__}: {exc}")
     except DataFolderBusy:
         raise  # this process cannot open the engine at all: the run stops, it never answers from nothing
     except TenantRequiredError as exc:
