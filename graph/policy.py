@@ -359,6 +359,10 @@ class DirectAnswerSettings:
     # of a word the sentence holds ("ROAS 4,2" in "Campanha TikTok Provador" answers "o ROAS da campanha
     # do TikTok").
     header_weight: float = field(default=0.5, metadata=_SHARE)
+    # A value or date is read from a sentence in the question's language that holds what the question
+    # asks about and scores at least this share of a better one in another language: no word of the
+    # other language's sentence can say which of its values is asked for, the question's own words can.
+    own_language_margin: float = field(default=0.75, metadata=_SHARE)
 
 
 @dataclass(frozen=True)

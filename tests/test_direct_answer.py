@@ -11,6 +11,7 @@ from graph.algorithms.direct_answer import QuestionWords, direct_answer, rank_se
 from graph.algorithms.question_form import question_form
 from graph.algorithms.text import get_analyzer
 from graph.policy import load_policy
+from nodes.compose import asking_words, missing_terms, question_names, unattested_names, unattested_subject
 
 
 @pytest.fixture(scope="module")
@@ -307,3 +308,88 @@ def test_a_day_and_month_without_the_year_is_the_date(policy):
         ("a", "O time recomenda manter as lives semanais no lançamento de inverno 2026, em 27 de abril."),
     ])
     assert found is not None and found.text == "27 de abril"
+
+
+def test_a_value_is_read_where_the_questions_own_words_point_at_it(policy):
+    # The English report scores best by meaning, but no Portuguese word can say which of its three
+    # follower counts is asked for; the Portuguese sentence holding "seguidores" and the quarter can.
+    question = "Quantos seguidores a Acme tinha no TikTok ao fim do 3º trimestre de 2025?"
+    words = QuestionWords(question, get_analyzer(policy), "pt")
+    english = ("Acme Moda's TikTok account reached 538,000 followers at the end of March 2026, up from 471,000 "
+               "at the end of 2025 and 412,000 at the end of Q3 2025.")
+    portuguese = "O perfil @acmemoda no TikTok terminou o 3º trimestre de 2025 com 412 mil seguidores, alta de 31%."
+    others = ["O Instagram fechou o ano com 1,28 milhão de perfis.", "A loja de Recife abriu em fevereiro.",
+              "O vídeo de maior alcance teve 2,3 milhões de visualizações."]
+    sentences = [("q1", english, 0, 0.8), ("q3", portuguese, 1, 0.8), *(("x", t, 2, 0.5) for t in others)]
+    meaning = {english: 0.95, portuguese: 0.9, **dict.fromkeys(others, 0.2)}
+    ranked = rank_sentences(words, sentences, lambda texts: [meaning[t] for t in texts],
+                            [True, False, False, False, False])
+    assert ranked[0].doc_id == "q1" and ranked[0].wordless
+    form = question_form(question, "pt", policy.languages.question_cues)
+    cfg = policy.compose.direct
+    settings = dict(months=policy.languages.months, negations=policy.languages.negations["pt"],
+                    floor=cfg.sentence_floor, depth=cfg.depth, part_floor=cfg.part_floor)
+    found = direct_answer(question, form, [], ranked, words, own_language_margin=cfg.own_language_margin, **settings)
+    assert found is not None and found.text == "412 mil" and found.doc_ids == ("q3",)
+    # Only when it scores nearly as well: a sentence far behind is not the answer either.
+    assert direct_answer(question, form, [], ranked, words, own_language_margin=0.99, **settings) is None
+
+
+def test_the_tiktok_followers_question_opens_with_the_quarters_count(ask):
+    state = ask("Quantos seguidores a Acme tinha no TikTok ao fim do 3º trimestre de 2025 e qual foi o vídeo de "
+                "maior alcance?")
+    assert state["direct_answer"] == "412 mil", state["answer"]
+    assert state["answer"].startswith("412 mil [acme-social-tiktok-2025-q3]"), state["answer"]
+    assert "Provador do inverno" in state["answer"]
+
+
+# --- what the question asks about, that no document names ----------------------------------------
+
+
+def _doc(doc_id, content, language="pt", **metadata):
+    return {"id": f"{doc_id}#0", "docId": doc_id, "content": content, "rerankScore": 0.6,
+            "metadata": {"language": language, **metadata}}
+
+
+def test_names_the_question_speaks_of(policy):
+    analyzer = get_analyzer(policy)
+    assert question_names("Quais foram as vendas da Acme no Dia das Mães de 2025?", "pt", analyzer) == \
+        ["Acme", "Dia das Mães"]
+    # The words that open the question are not part of a name; a possessive is not either.
+    assert question_names("Does the TechCrunch article say Google's model is late?", "en", analyzer) == \
+        ["TechCrunch", "Google"]
+
+
+def test_a_name_no_relevant_document_holds_is_unattested(policy):
+    analyzer = get_analyzer(policy)
+    question = "Quais foram as vendas da Acme no Dia das Mães de 2025?"
+    chunks = [_doc("news", "A Acme Moda inaugurou a loja de Recife; as vendas no Nordeste cresceram 19,3%.")]
+    assert unattested_names(question, "pt", chunks, analyzer, policy) == ["Dia das Mães"]
+    assert unattested_subject(question, "pt", [], chunks, analyzer, policy) == ["Dia das Mães"]
+    held = chunks + [_doc("bi", "No Dia das Mães de 2025 as vendas somaram R$ 12 milhões.")]
+    assert unattested_names(question, "pt", held, analyzer, policy) == []
+    # A name the documents' metadata holds (a source, an author) is held.
+    by_source = [_doc("n", "As vendas da Acme cresceram.", source="Dia das Mães Report")]
+    assert unattested_names(question, "pt", by_source, analyzer, policy) == []
+    # Evidence in another language may translate the name ("Mother's Day"): not looked for.
+    english = chunks + [_doc("en", "Mother's Day sales reached R$ 12 million.", language="en")]
+    assert unattested_names(question, "pt", english, analyzer, policy) == []
+    # A question split in parts, or one that does not ask for a value or a date, is not checked by name.
+    assert unattested_subject(question, "pt", ["vendas da Acme", "Dia das Mães"], chunks, analyzer, policy) == []
+    assert unattested_subject("Quem organizou o Dia das Mães?", "pt", [], chunks, analyzer, policy) == []
+
+
+def test_a_value_question_about_something_no_document_names_gets_none(ask):
+    state = ask("Quais foram as vendas da Acme no Dia das Mães de 2025?")
+    assert state["coverage_level"] == "none" and state["direct_answer"] is None
+    assert "Dia das Mães" in state["answer"] and "[" not in state["answer"], state["answer"]
+    # The words that ask are not listed as missing.
+    assert "quais" not in state["answer"].lower(), state["answer"]
+
+
+def test_missing_terms_leave_out_the_words_that_ask(policy):
+    analyzer = get_analyzer(policy)
+    chunks = [_doc("a", "As lojas abriram em Recife.")]
+    assert "quais" in missing_terms("Quais foram as metas de carbono?", "pt", chunks, analyzer)
+    left = missing_terms("Quais foram as metas de carbono?", "pt", chunks, analyzer, asking_words(policy, "pt"))
+    assert "quais" not in left and "carbono" in left

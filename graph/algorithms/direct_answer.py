@@ -253,15 +253,24 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
 
 def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tuple[int, int]]], method: str,
                 question: QuestionWords, floor: float, depth: int, focus: str | None,
-                percent_only: bool = False) -> DirectAnswer | None:
+                percent_only: bool = False, own_language_margin: float = 1.0) -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
     first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
     percentage when `percent_only` and the sentence has one. When the best sentence is in another
-    language (`wordless`), no words can say which of its values is asked for: none is given."""
+    language (`wordless`), no words can say which of its values is asked for: the value comes from a
+    sentence in the question's language that holds the focus word and scores at least
+    `own_language_margin` of it ("412 mil seguidores" over "538,000 followers … 412,000 at the end of
+    Q3 2025"), else none is given."""
     about = question.held(focus) if focus else frozenset()
     asked = fold(question.text)
-    ranked = sorted((c for c in candidates[:depth] if c.score >= floor),
-                    key=lambda c: -c.score * (1.5 if c.wordless or about & c.terms else 1.0))
+
+    def weight(c: Candidate) -> float:
+        return c.score * (1.5 if c.wordless or about & c.terms else 1.0)
+
+    ranked = sorted((c for c in candidates[:depth] if c.score >= floor), key=lambda c: -weight(c))
+    if ranked and ranked[0].wordless:
+        ranked = [c for c in ranked if not c.wordless and about & c.terms
+                  and weight(c) >= own_language_margin * weight(ranked[0])]
     for c in ranked:
         if c.wordless:
             return None
@@ -440,18 +449,20 @@ def _measure(sentence: str, word: str) -> str | None:
 def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], candidates: Sequence[Candidate],
                   question: QuestionWords, *, months: Mapping[str, Sequence[str]], negations: Sequence[str],
                   floor: float, depth: int, part_floor: float, name_floor: float = 0.1,
-                  name_margin: float = 1.0) -> DirectAnswer | None:
+                  name_margin: float = 1.0, own_language_margin: float = 1.0) -> DirectAnswer | None:
     """The direct answer to the question from the ranked `candidates` (see the module docstring), or None.
     `floor`: a sentence holding less of the question than this cannot give it; `depth`: how many of the
     best sentences are looked at for a value or a date; `part_floor`: the share of a yes/no part's words
     one document must hold; `name_floor`: names are counted in the sentences scoring at least this share
-    of the best one; `name_margin`: how much more the chosen name must weigh than the next one."""
+    of the best one; `name_margin`: how much more the chosen name must weigh than the next one;
+    `own_language_margin`: the share of a better sentence in another language's score that one in the
+    question's language, holding what is asked about, needs to give the value or date instead."""
     if form.kind == "how_much":
         return _from_spans(candidates, _value_spans, "value", question, floor, depth, _focus_noun(form, question),
-                           form.wants_share)
+                           form.wants_share, own_language_margin)
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
-                           _focus_noun(form, question))
+                           _focus_noun(form, question), own_language_margin=own_language_margin)
     if form.kind in ("who", "which"):
         found = _value_after_focus(form, candidates, question, floor, depth)
         if found or not form.wants_name:
