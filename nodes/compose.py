@@ -340,7 +340,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     if form.compares and len(parts) > 1:
         picked.sort(key=lambda c: listed.get(id(c), _part_of(c, parts, words)))
     elif found is None and form.kind != "open" and not listed:  # an explanation keeps its passage in order
-        picked.sort(key=lambda c: (c.rank, order[id(c)]))
+        best = min(picked, key=lambda c: order[id(c)], default=None)
+        picked.sort(key=lambda c: (c is not best, c.rank, order[id(c)]))
     lines += [f"- {_cite(' '.join(filter(None, [lead_in.get(id(c)), c.text])), [c.doc_id])}" for c in picked]
     # A part's words cannot be looked for in text of another language: with such evidence at hand, no part
     # is named missing (the English report may hold "a taxa atual de devolução").

@@ -393,3 +393,20 @@ def test_missing_terms_leave_out_the_words_that_ask(policy):
     assert "quais" in missing_terms("Quais foram as metas de carbono?", "pt", chunks, analyzer)
     left = missing_terms("Quais foram as metas de carbono?", "pt", chunks, analyzer, asking_words(policy, "pt"))
     assert "quais" not in left and "carbono" in left
+
+
+def test_without_a_direct_answer_the_best_sentence_comes_first(policy):
+    # A which-question about something other than a kind of entity gets no direct answer; its best
+    # sentence leads even when it comes from the second chunk (the rest keep their chunks' order).
+    from nodes.compose import extractive_answer
+    question = "Qual a engenharia no qual o estudo do hardware faz parte?"
+    chunks = [
+        {**_doc("embarcados", "Embora seja o mais conhecido, o computador representa 20% do sistema de computação "
+                              "do mundo; os outros 80% são sistemas embarcados, que fazem parte de um sistema maior."),
+         "rerankScore": 0.7},
+        {**_doc("areas", "Por exemplo, o estudo do hardware é geralmente considerado parte da engenharia da "
+                         "computação. A tecnologia da informação estuda sistemas comerciais."), "rerankScore": 0.6},
+    ]
+    answer = extractive_answer(question, [], "pt", chunks, get_analyzer(policy), policy)
+    assert answer.found is None
+    assert answer.lines[0].startswith("- Por exemplo, o estudo do hardware") and "[areas]" in answer.lines[0], answer.lines
