@@ -428,8 +428,10 @@ def unattested_names(question: str, language: str, chunks: list[Chunk], analyzer
                      named_sources: Sequence[str] = ()) -> list[str]:
     """The names the question speaks of ("Dia das Mães" of "Quais foram as vendas da Acme no Dia das
     Mães de 2025?") that no relevant chunk holds, in its text, title or metadata; the sources the source
-    check looked at (`sources_named`) aside. Empty when some evidence is in another language: a name may
-    be translated there."""
+    check looked at (`sources_named`) aside. A chunk holds a name when it holds most of its words ("Acme
+    Moda S.A." is held by "Acme Moda": the question may write a name more fully than the documents do;
+    "Dia das Mães" is not held by "no mesmo dia"). Empty when some evidence is in another language: a name
+    may be translated there."""
     if not chunks or any(in_another_language(c, language) for c in chunks):
         return []
     months = {fold(m) for names in policy.languages.months.values() for m in names}
@@ -439,7 +441,15 @@ def unattested_names(question: str, language: str, chunks: list[Chunk], analyzer
         return []
     texts = [" ".join([_title(c), c["content"], *(str(v) for v in (c.get("metadata") or {}).values()
                                                    if isinstance(v, str))]) for c in chunks]
-    return [n for n in names if not any(has_any_phrase(t, [n]) for t in texts)]
+    return [n for n in names if not any(_holds_name(t, n, analyzer, language) for t in texts)]
+
+
+def _holds_name(text: str, name: str, analyzer: Analyzer, language: str) -> bool:
+    """`text` holds the whole name, or more than half of its words (its connectors, "das", "of", aside)."""
+    if has_any_phrase(text, [name]):
+        return True
+    tokens = [w for w in name.split() if analyzer.terms(w, language) or not w.islower()]
+    return len(tokens) > 1 and sum(has_any_phrase(text, [w]) for w in tokens) * 2 > len(tokens)
 
 
 def unattested_subject(question: str, language: str, sub_queries: list[str], chunks: list[Chunk], analyzer: Analyzer,

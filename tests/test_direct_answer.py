@@ -368,6 +368,10 @@ def test_a_name_no_relevant_document_holds_is_unattested(policy):
     assert unattested_subject(question, "pt", [], chunks, analyzer, policy) == ["Dia das Mães"]
     held = chunks + [_doc("bi", "No Dia das Mães de 2025 as vendas somaram R$ 12 milhões.")]
     assert unattested_names(question, "pt", held, analyzer, policy) == []
+    # A name the question writes more fully than the documents do is held by most of its words.
+    assert unattested_names("Quanto a Acme Moda S.A. faturou no Dia das Mães?", "pt", held, analyzer, policy) == []
+    assert unattested_names("Quanto vendeu no Dia das Mães?", "pt", [_doc("d", "Entrega no mesmo dia.")],
+                            analyzer, policy) == ["Dia das Mães"]
     # A name the documents' metadata holds (a source, an author) is held.
     by_source = [_doc("n", "As vendas da Acme cresceram.", source="Dia das Mães Report")]
     assert unattested_names(question, "pt", by_source, analyzer, policy) == []
