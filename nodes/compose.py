@@ -42,6 +42,7 @@ from graph.algorithms.direct_answer import (
     DirectAnswer,
     QuestionWords,
     direct_answer,
+    names_in,
     rankings,
     states_answer,
 )
@@ -403,25 +404,11 @@ def unattested_measure(question: str, language: str, chunks: list[Chunk], analyz
     return None if held or not asked else measure
 
 
-# A name in a question: capitalised words, joined by a few small words ("Dia das Mães", "Bank of America").
-_QUESTION_NAME = re.compile(r"(?<![\w-])[A-ZÀ-Ý][\w&.-]*(?:\s+(?:(?:of|the|de|da|do|dos|das)\s+)?[A-ZÀ-Ý][\w&.-]*)*",
-                            re.UNICODE)
-
-
 def question_names(question: str, language: str, analyzer: Analyzer, months: Sequence[str] = ()) -> list[str]:
-    """The names a question speaks of: runs of capitalised words, without the function words that open
-    it ("Does the TechCrunch" → "TechCrunch"), a possessive or a month."""
-    out = []
-    for m in _QUESTION_NAME.finditer(question):
-        tokens = m.group(0).split()
-        while tokens and not analyzer.terms(tokens[0], language):
-            tokens = tokens[1:]
-        name = " ".join(tokens).strip(" .-")
-        if name and m.start() == 0 and " " not in name and name == m.group(0):
-            continue  # the question's first word ("Quais", "Which")
-        if name and fold(name) not in months:
-            out.append(name)
-    return list(dict.fromkeys(out))
+    """The names a question speaks of (`names_in`: runs of capitalised words, "Does the TechCrunch" →
+    "TechCrunch", "Google's" → "Google"), but not its first word ("Quais", "Which") nor a month."""
+    found = names_in(question, lambda token: not analyzer.terms(token, language))
+    return list(dict.fromkeys(name for name, opening in found if not opening and fold(name) not in months))
 
 
 def unattested_names(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer, policy,

@@ -236,11 +236,11 @@ def test_a_which_question_gets_a_name_only_about_a_kind_of_entity(policy):
 
 
 def test_a_century_or_a_lone_letter_is_no_name(policy):
-    from graph.algorithms.direct_answer import _names
+    from graph.algorithms.direct_answer import names_in
 
     analyzer = get_analyzer(policy)
-    found = [name for name, _ in _names("No século XIII, em torno de 2700 a.C., os Sumérios usavam o ábaco.",
-                                        lambda w: not analyzer.terms(w, "pt"))]
+    found = [name for name, _ in names_in("No século XIII, em torno de 2700 a.C., os Sumérios usavam o ábaco.",
+                                          lambda w: not analyzer.terms(w, "pt"))]
     assert "Sumérios" in found and "XIII" not in found and "C" not in found, found
 
 
@@ -327,8 +327,8 @@ def test_a_value_is_read_where_the_questions_own_words_point_at_it(policy):
     assert ranked[0].doc_id == "q1" and ranked[0].wordless
     form = question_form(question, "pt", policy.languages.question_cues)
     cfg = policy.compose.direct
-    settings = dict(months=policy.languages.months, negations=policy.languages.negations["pt"],
-                    floor=cfg.sentence_floor, depth=cfg.depth, part_floor=cfg.part_floor)
+    settings = {"months": policy.languages.months, "negations": policy.languages.negations["pt"],
+                "floor": cfg.sentence_floor, "depth": cfg.depth, "part_floor": cfg.part_floor}
     found = direct_answer(question, form, [], ranked, words, own_language_margin=cfg.own_language_margin, **settings)
     assert found is not None and found.text == "412 mil" and found.doc_ids == ("q3",)
     # Only when it scores nearly as well: a sentence far behind is not the answer either.

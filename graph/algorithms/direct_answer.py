@@ -290,7 +290,7 @@ _POSSESSIVE = re.compile(r"['’]s?$")
 _ROMAN = re.compile(r"[IVX]+")  # centuries and reigns; with L, C, D or M it is more often an acronym ("DC")
 
 
-def _names(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[str, bool]]:
+def names_in(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[str, bool]]:
     """(name, opens the sentence) for each run of capitalised words, without the function words at its
     ends ("On Amazon’s" → "Amazon") or a possessive."""
     out = []
@@ -325,7 +325,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         return not question.analyzer.terms(token, question.language)
 
     pool = [c for c in candidates if c.score >= floor * candidates[0].score]
-    names = [(c, _names(c.text, is_stopword)) for c in pool]
+    names = [(c, names_in(c.text, is_stopword)) for c in pool]
     mid_sentence = {fold(n) for _, found in names for n, opening in found if not opening}
     weight: dict[str, float] = defaultdict(float)
     where: dict[str, Candidate] = {}
