@@ -392,11 +392,10 @@ def held_with_titles(sentences: list[Candidate], titles: dict[str, frozenset[int
     return frozenset().union(*(c.terms | titles.get(c.doc_id, frozenset()) for c in sentences))
 
 
-def unattested_measure(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer, policy) -> str | None:
-    """The measure a value question asks for ("salário" of "Qual é o salário médio …?") when no relevant
-    chunk, title included, holds it; None otherwise, and always when some evidence is in another language
-    (its words cannot be looked for)."""
-    measure = question_form(question, language, policy.languages.question_cues).measure
+def unattested_measure(measure: str, language: str, chunks: list[Chunk], analyzer: Analyzer) -> str | None:
+    """The measure a value question asks for (`QuestionForm.measure`: "salário" of "Qual é o salário médio
+    …?") when no relevant chunk, title included, holds it; None otherwise, and always when some evidence
+    is in another language (its words cannot be looked for)."""
     if not measure or not chunks or any(in_another_language(c, language) for c in chunks):
         return None
     asked = analyzer.terms(measure, language)
@@ -422,8 +421,8 @@ def unattested_names(question: str, language: str, chunks: list[Chunk], analyzer
     if not chunks or any(in_another_language(c, language) for c in chunks):
         return []
     months = {fold(m) for names in policy.languages.months.values() for m in names}
-    names = [n for n in question_names(question, language, analyzer, months)
-             if fold(n) not in {fold(s) for s in named_sources}]
+    sources = {fold(s) for s in named_sources}
+    names = [n for n in question_names(question, language, analyzer, months) if fold(n) not in sources]
     if not names:
         return []
     texts = [" ".join([_title(c), c["content"], *(str(v) for v in (c.get("metadata") or {}).values()
@@ -448,10 +447,10 @@ def unattested_subject(question: str, language: str, sub_queries: list[str], chu
     claims or compares (MultiHop-RAG dev: looking for every short-answer question's names sent 9.5% of
     the answerable questions to none instead of 3.4%, and no more unanswerable ones), so neither is
     looked at."""
-    measure = unattested_measure(question, language, chunks, analyzer, policy)
+    form = question_form(question, language, policy.languages.question_cues)
+    measure = unattested_measure(form.measure, language, chunks, analyzer)
     if measure:
         return [measure]
-    form = question_form(question, language, policy.languages.question_cues)
     if form.kind not in ("how_much", "when") or len(sub_queries) > 1:
         return []
     return unattested_names(question, language, chunks, analyzer, policy, named_sources)
