@@ -180,16 +180,25 @@ def meaning_relevance(question: str, embeddings: Any,
     return score
 
 
-def off_period(sentence: str, question: str) -> bool:
-    """The question names years and the sentence speaks of other years only: another period."""
+def off_period(sentence: str, question: str, title: str = "") -> bool:
+    """The question names years and the sentence, read with its document's `title`, speaks of other years
+    only: another period ("Channel plan: 45% of the media budget …" of the "Black Friday 2025 playbook" is
+    no answer about the 2026 winter playbook, though the sentence itself names no year)."""
     asked = set(YEAR.findall(question))
-    said = set(YEAR.findall(sentence))
+    said = set(YEAR.findall(f"{title} {sentence}"))
     return bool(asked and said and not asked & said)
+
+
+def document_titles(chunks: list[Chunk]) -> dict[str, str]:
+    """Each document's title (its asset's name), by document id: the period a sentence speaks of is often
+    only there."""
+    return {c["docId"]: str(c.get("assetName") or "") for c in chunks}
 
 
 def select_points(candidates: list[Candidate], question: str, max_points: int, max_chars: int,
                   point_floor: float, first: Candidate | None = None,
-                  given: dict[str, frozenset[int]] | None = None, by_meaning: bool = False) -> list[Candidate]:
+                  given: dict[str, frozenset[int]] | None = None, by_meaning: bool = False,
+                  doc_titles: dict[str, str] | None = None) -> list[Candidate]:
     """The sentences that address the question, greedily: each pick adds the most IDF weight of question
     words not yet covered (covered ones count a third). A sentence below `point_floor` of the best
     one's score, of another period than the question names, or adding no new word is left out: it
@@ -197,9 +206,10 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     its title already names ("playbook de inverno 2026"), which its sentences get no credit for.
     `first` (the direct answer's sentence) leads. `by_meaning` (the candidates are scored by meaning, not
     only by words, because the evidence is in another language): words cannot say what a sentence adds
-    there, so the points are the best-scoring sentences, each once."""
-    given = given or {}
-    pool = [c for c in candidates if not off_period(c.text, question)]
+    there, so the points are the best-scoring sentences, each once. `doc_titles` (`document_titles`): a
+    sentence is dated by its document's title too."""
+    given, doc_titles = given or {}, doc_titles or {}
+    pool = [c for c in candidates if not off_period(c.text, question, doc_titles.get(c.doc_id, ""))]
     if not pool:
         return [first] if first else []
     best_score = pool[0].score
@@ -288,8 +298,11 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         return ExtractiveAnswer([], None, False, [])
     form = question_form(question, language, policy.languages.question_cues)
     parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
+    doc_titles = document_titles(chunks)
+    # Nothing of another period than the question names, the direct answer included.
+    current = [c for c in titled if not off_period(c.text, question, doc_titles[c.doc_id])]
     found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance)
-             or direct_answer(question, form, parts, titled, words, **direct_settings(policy, language)))
+             or direct_answer(question, form, parts, current, words, **direct_settings(policy, language)))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
     read = [c for c in candidates if found and c.text in found.sentences]  # where the direct answer was read
     # The direct answer's sentence follows it when it says more than the direct answer does.
@@ -304,7 +317,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         picked = document_points(candidates, chunks[0], max_points, cfg.max_answer_chars, words)
     else:
         picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
-                               first, titles, by_meaning=relevance is not None)
+                               first, titles, by_meaning=relevance is not None, doc_titles=doc_titles)
         if not picked and found is None:
             # Every sentence that matches only repeats its document's title ("Quais ações o playbook de
             # inverno recomenda?"): the question is about that document, which is answered by what it says.
@@ -486,14 +499,15 @@ def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyze
     if len(parts) < 2:
         return None
     found: list[DirectAnswer] = []
+    doc_titles = document_titles(chunks)
     for part in parts:
         form = question_form(part, language, policy.languages.question_cues)
         if form.kind not in ("how_much", "when"):
             continue
         words = QuestionWords(part, analyzer, language)
-        answer = direct_answer(part, form, [part],
-                               answer_candidates(words, chunks, relevance, policy.compose.direct.header_weight),
-                               words, **direct_settings(policy, language))
+        candidates = answer_candidates(words, chunks, relevance, policy.compose.direct.header_weight)
+        current = [c for c in candidates if not off_period(c.text, part, doc_titles[c.doc_id])]
+        answer = direct_answer(part, form, [part], current, words, **direct_settings(policy, language))
         if answer and all(answer.text != f.text for f in found):
             found.append(answer)
     text = "; ".join(f.text for f in found)

@@ -414,3 +414,22 @@ def test_without_a_direct_answer_the_best_sentence_comes_first(policy):
     answer = extractive_answer(question, [], "pt", chunks, get_analyzer(policy), policy)
     assert answer.found is None
     assert answer.lines[0].startswith("- Por exemplo, o estudo do hardware") and "[areas]" in answer.lines[0], answer.lines
+
+
+def test_a_sentence_is_dated_by_its_documents_title_too(policy):
+    from nodes.compose import off_period
+    question = "What is the media budget of the 2026 winter playbook?"
+    plan = "Channel plan: 45% of the R$ 1.1 million media budget goes to Meta."
+    assert not off_period(plan, question)  # the sentence names no year of its own
+    assert off_period(plan, question, "Black Friday 2025 playbook")
+    assert not off_period(plan, question, "Playbook de campanhas de inverno 2026")
+
+
+def test_an_english_question_about_the_2026_playbook_is_not_answered_from_another_period(ask):
+    # The Black Friday 2025 playbook's channel plan shares the question's words ("media budget", "split")
+    # and names no year in its sentence; its title does. It gave the direct answer "30%" (Google's share).
+    state = ask("What is the media budget of the 2026 winter playbook and how is it split?")
+    first = state["answer"].splitlines()[0]
+    assert "R$ 3,9 milhões" in first and "[acme-playbook-inverno-2026]" in first, state["answer"]
+    assert "acme-playbook-black-friday-2025" not in state["citations_used"], state["answer"]
+    assert state["direct_answer"] != "30%"
