@@ -195,6 +195,12 @@ def document_titles(chunks: list[Chunk]) -> dict[str, str]:
     return {c["docId"]: str(c.get("assetName") or "") for c in chunks}
 
 
+def of_the_period(candidates: list[Candidate], question: str, doc_titles: dict[str, str]) -> list[Candidate]:
+    """The candidates not of another period than the question names (`off_period`, each read with its
+    document's title)."""
+    return [c for c in candidates if not off_period(c.text, question, doc_titles.get(c.doc_id, ""))]
+
+
 def select_points(candidates: list[Candidate], question: str, max_points: int, max_chars: int,
                   point_floor: float, first: Candidate | None = None,
                   given: dict[str, frozenset[int]] | None = None, by_meaning: bool = False,
@@ -208,8 +214,8 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     only by words, because the evidence is in another language): words cannot say what a sentence adds
     there, so the points are the best-scoring sentences, each once. `doc_titles` (`document_titles`): a
     sentence is dated by its document's title too."""
-    given, doc_titles = given or {}, doc_titles or {}
-    pool = [c for c in candidates if not off_period(c.text, question, doc_titles.get(c.doc_id, ""))]
+    given = given or {}
+    pool = of_the_period(candidates, question, doc_titles or {})
     if not pool:
         return [first] if first else []
     best_score = pool[0].score
@@ -300,9 +306,9 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
     doc_titles = document_titles(chunks)
     # Nothing of another period than the question names, the direct answer included.
-    current = [c for c in titled if not off_period(c.text, question, doc_titles[c.doc_id])]
     found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance)
-             or direct_answer(question, form, parts, current, words, **direct_settings(policy, language)))
+             or direct_answer(question, form, parts, of_the_period(titled, question, doc_titles), words,
+                              **direct_settings(policy, language)))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
     read = [c for c in candidates if found and c.text in found.sentences]  # where the direct answer was read
     # The direct answer's sentence follows it when it says more than the direct answer does.
@@ -506,8 +512,8 @@ def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyze
             continue
         words = QuestionWords(part, analyzer, language)
         candidates = answer_candidates(words, chunks, relevance, policy.compose.direct.header_weight)
-        current = [c for c in candidates if not off_period(c.text, part, doc_titles[c.doc_id])]
-        answer = direct_answer(part, form, [part], current, words, **direct_settings(policy, language))
+        answer = direct_answer(part, form, [part], of_the_period(candidates, part, doc_titles), words,
+                               **direct_settings(policy, language))
         if answer and all(answer.text != f.text for f in found):
             found.append(answer)
     text = "; ".join(f.text for f in found)
