@@ -15,9 +15,9 @@ relevance model then rescores the best candidates (`relevance_rerank`: under `au
 cross-encoder for an English question over English collections where the policy or a profile asks for it;
 `cohere/<model>` when configured).
 For a split question, the first places are then chosen to cover its parts (`diversify`, xQuAD).
-The signals were computed inside the engine during retrieval, so scoring reads no text but for a long
-question's best candidates. So were the
-boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
+The signals are computed inside the engine (`engine_features`: one request for all the branches'
+candidates, not one per search), so scoring reads no text but for a long question's best candidates. So
+are the boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
 which multiply here; then `min_score` drops, the survivors' texts are fetched (gated again), and
 `max_chunks` / `max_context_chars` cut.
 Every chunk keeps its score breakdown.
@@ -40,6 +40,7 @@ from graph.providers.relevance import choose_relevance, relevance_scorer
 from graph.providers.resources import bounded_index
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import VectorIndex, payload_passes_gates
+from graph.runtime.query_vectors import collection_manifest, vectors_by_collection
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -167,6 +168,63 @@ def model_settings(index: VectorIndex, collections: list[str], cfg: RerankSettin
             model = None
         out[collection] = cfg.for_model(model)
     return out
+
+
+def engine_features(chunks: list[Chunk], ctx: Context, index: VectorIndex, policy, rag: dict, question: str,
+                    question_terms: set[int], problems: list[str]) -> bool:
+    """Give each candidate `similarity` (cosine to the whole question), `matchedTerms` (the question's
+    terms it holds) and `flags` (the boosts and OTHER_LANGUAGE_FLAG whose conditions it meets), asked
+    of the engine once per collection for every branch's candidates together. The question's vector is
+    the one retrieve embedded (never a second model call: a model that failed there is not waited on
+    again); without it there is no similarity and no flag. Whether the engine answered for every
+    collection: a failure says so in `problems` (the candidates are then ranked by their lists);
+    malformed values are ignored, and counted."""
+    language = rag.get("language", "en")
+    boost_flags = {n: c for n, (_, c) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {}
+    other_languages = [lang for lang in policy.languages.markers if lang != language]
+    by_collection: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        chunk.update(similarity=0.0, matchedTerms=[], flags=[])
+        by_collection.setdefault(chunk.get("collection", ""), []).append(chunk)
+    # Any reason the question has no vector was given by retrieve, which embedded it.
+    vectors = vectors_by_collection(ctx, index, list(by_collection), question, [], cached_only=True)
+    terms, malformed, answered = sorted(question_terms), 0, True
+    for collection, group in by_collection.items():
+        flags = boost_flags
+        # The manifest records the language of all the collection's text ("mixed" when several).
+        if other_languages and collection_manifest(index, collection).get("language") != language:
+            flags = {**boost_flags, OTHER_LANGUAGE_FLAG: {"language": other_languages}}
+        try:
+            found = index.features(collection, tenant=ctx.tenant, point_ids=[c["pointId"] for c in group],
+                                   similarity_to=vectors.get(collection), match_terms=terms, flags=flags)
+        except Exception as exc:
+            problems.append(f"rerank: the vector engine could not score the candidates against the question "
+                            f"({failure_reason(exc)}); ranked by their lists")
+            answered = False
+            continue
+        if not isinstance(found, dict):
+            found, malformed = {}, malformed + len(group)
+        for chunk in group:
+            features = found.get(chunk["pointId"])
+            if features is None:
+                continue
+            similarity = getattr(features, "similarity", None)
+            matched, met = getattr(features, "matched_terms", None), getattr(features, "flags", None)
+            if similarity is not None and not (_number(similarity) and -1.0001 <= similarity <= 1.0001):
+                similarity, malformed = None, malformed + 1
+            if not isinstance(matched, list) or not all(t in question_terms for t in matched):
+                matched, malformed = [], malformed + 1
+            if not isinstance(met, list) or not all(name in flags for name in met):
+                met, malformed = [], malformed + 1
+            chunk.update(similarity=float(similarity or 0.0), matchedTerms=matched, flags=met)
+    if malformed:
+        problems.append(f"rerank: the vector engine returned {malformed} malformed candidate feature(s) "
+                        "(similarity, terms, flags): ignored")
+    return answered
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def sentence_evidence(chunks: list[Chunk], parts: list[set[int]], share: float, settings: LongQuestions,
@@ -328,8 +386,9 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
 
     Reads `fused`, `hits` (each aspect's own order, for a split question), `question` and `rag`
     (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the chunks compose
-    sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (a
-    provider reranker that failed, payloads refused, text addressed to a model removed). Reads
+    sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (the
+    engine's scores of the candidates missing or malformed, a provider reranker that failed, payloads
+    refused, text addressed to a model removed). Reads
     `sub_queries` too: the parts a long question's sentences are matched against."""
     ctx = run_context(runtime)
     rag = state["rag"]
@@ -345,9 +404,10 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     index = bounded_index(ctx)
     settings_of = model_settings(index, rag["collections"], cfg)
     length_share = cfg.length_share(len(question_terms))
-    scored = base_scores(question_terms, fused, cfg, settings_of, length_share)
     errors: list[str] = []
-    if ctx.rerank:
+    scored_by_engine = engine_features(fused, ctx, index, policy, rag, state["question"], question_terms, errors)
+    scored = base_scores(question_terms, fused, cfg, settings_of, length_share)
+    if ctx.rerank and scored_by_engine:
         parts = [set(analyzer.terms(part, language)) for part in state.get("sub_queries") or [state["question"]]]
         try:
             scored = sentence_evidence(scored, parts, length_share, cfg.long_questions,
@@ -358,7 +418,8 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
                           f"({failure_reason(exc)}); ranked without them")
         scored = on_score_scale(scored)
     else:
-        # Switched off: the fused order stands, scored relative to the best fused chunk.
+        # Switched off (or the engine could not score the candidates): the fused order stands, scored
+        # relative to the best fused chunk.
         for c in scored:
             c["scores"]["rerank_base"] = c["scores"]["fused_relevance"]
         scored.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))

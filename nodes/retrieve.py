@@ -5,9 +5,9 @@ governance gates evaluated inside the engine: the caller's tenant, approved for 
 ready/approved, plus the policy's intent filter. A "performance" branch searches the tenant's
 performance chunks (whose `performance_snapshot` was rendered into their text at ingest).
 
-Hits are light: point ids, scores, the chunk's similarity to the original question and which of
-the question's terms it holds, all computed inside the engine. Texts and metadata are fetched by
-rerank, for the few chunks that can still be kept.
+Hits are light: point ids and scores. What rerank scores the candidates by (their similarity to the
+whole question, which of its terms they hold) it asks the engine once for all branches' candidates;
+texts and metadata it fetches for the few chunks that can still be kept.
 
 When the embedder fails (a remote provider timing out or erroring, or vectors of another dimension
 than the collection's), the branch still searches the lexical list, which needs no model, and records
@@ -29,19 +29,14 @@ from langgraph.types import Send
 from graph.algorithms.scoping import mentioned_filters, scope_to_mentions, unheld_sources
 from graph.algorithms.text import get_analyzer
 from graph.context import Context
-from graph.providers.resources import (
-    CollectionModelError,
-    bounded_index,
-    collection_model,
-    embeddings_named,
-    get_resources,
-)
+from graph.providers.resources import bounded_index, get_resources
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import DataFolderBusy, SearchHit, TenantRequiredError
+from graph.runtime.query_vectors import vectors_by_collection
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
-from graph.state import OTHER_LANGUAGE_FLAG, Chunk, RetrieveTask, SearchResult, State
+from graph.state import Chunk, RetrieveTask, SearchResult, State
 
 
 def fan_out(state: State) -> list[Send]:
@@ -63,14 +58,11 @@ def fan_out(state: State) -> list[Send]:
 
 
 def to_chunk(hit: SearchHit, collection: str) -> Chunk:
-    """A hit as a chunk of the state: identity and signals only; rerank fetches the rest."""
+    """A hit as a chunk of the state: identity and list score only; rerank adds the rest."""
     return Chunk(
         id=hit.point_id,  # until rerank fetches it and names it "<docId>#<chunk index>"
         pointId=hit.point_id,
         collection=collection,
-        similarity=hit.similarity or 0.0,  # cosine to the original question
-        matchedTerms=hit.matched_terms,
-        flags=hit.flags,
         scores={"engine": hit.score, "list_rank": hit.rank},
     )
 
@@ -79,22 +71,15 @@ def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _cosine(x) -> bool:
-    return x is None or (_number(x) and -1.0001 <= x <= 1.0001)
-
-
 def well_formed(hits, problems: list[str]) -> list[SearchHit]:
-    """The hits a ranking can use: an id and a finite score. A similarity that is not a cosine (not
-    a number, outside [-1, 1]) and term / flag collections that are not lists are dropped from the
-    hit. What was dropped is added to `problems`."""
+    """The hits a ranking can use: an id and a finite score. What was dropped is added to `problems`."""
     if not isinstance(hits, (list, tuple)):
         problems.append(f"the vector engine returned {type(hits).__name__} instead of a list of hits")
         return []
-    kept, dropped, repaired = [], 0, 0
+    kept, dropped = [], 0
     for hit in hits:
         pid, score = getattr(hit, "point_id", None), getattr(hit, "score", None)
-        if type(pid) is str and pid and _number(score) and _cosine(hit.similarity) \
-                and type(hit.matched_terms) is list and type(hit.flags) is list:
+        if type(pid) is str and pid and _number(score):
             kept.append(hit)  # the engine's own hits take this path: no copy
             continue
         if isinstance(pid, int) and not isinstance(pid, bool):
@@ -102,17 +87,9 @@ def well_formed(hits, problems: list[str]) -> list[SearchHit]:
         if not isinstance(pid, str) or not pid or not _number(score):
             dropped += 1
             continue
-        similarity = hit.similarity if _cosine(hit.similarity) else None
-        terms = hit.matched_terms if isinstance(hit.matched_terms, list) else []
-        flags = hit.flags if isinstance(hit.flags, list) else []
-        repaired += (similarity is not hit.similarity) + (terms is not hit.matched_terms) + (flags is not hit.flags)
-        kept.append(SearchHit(point_id=pid, score=float(score), rank=len(kept) + 1, similarity=similarity,
-                              matched_terms=terms, flags=flags))
+        kept.append(SearchHit(point_id=pid, score=float(score), rank=len(kept) + 1))
     if dropped:
         problems.append(f"the vector engine returned {dropped} malformed hit(s) (no id or no finite score): dropped")
-    if repaired:
-        problems.append(f"the vector engine returned {repaired} malformed hit feature(s) (similarity, terms, flags): "
-                        "ignored")
     return kept
 
 
@@ -141,49 +118,15 @@ def _task_key(task: RetrieveTask) -> str:
     return f"retrieve[{task['index']}]"
 
 
-def _manifest(index, collection: str) -> dict:
-    """The collection's manifest; empty when the index keeps none or cannot read it (the search itself
-    will fail, and say why)."""
-    manifest = getattr(index, "manifest", None)
-    try:
-        return (manifest(collection) if manifest else None) or {}
-    except Exception:
-        return {}
-
-
-def _dimension_problem(index, collection: str, vector: list[float] | None) -> str | None:
-    """Why `vector` cannot search `collection`'s dense vectors (another dimension), or None."""
-    if vector is None:
-        return None
-    dims = _manifest(index, collection).get("dimensions")
-    if isinstance(dims, int) and len(vector) != dims:
-        return (f"embeddings of {len(vector)} dimensions cannot search collection '{collection}' ({dims} dimensions); "
-                "lexical search only")
-    return None
-
-
-def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, tuple], by_question: bool, sparse, filters,
-            question_terms, boost_flags, other_languages: list[str], language: str, limit: int, kind: str,
-            sub_query: str, problems: list[str]) -> SearchResult:
+def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, list[float] | None], sparse, filters, limit: int,
+            kind: str, sub_query: str, problems: list[str]) -> SearchResult:
     """One search (every collection of the route): the dense and the lexical list, as the mode keeps them.
-    `vectors` are each collection's (question, sub-query) vectors; `by_question`: the dense list is
-    searched with the question's (a scoped search). A collection not wholly in the question's `language`
-    (its manifest says) also has the engine flag its chunks in `other_languages`. Degradations (a vector
-    the collection cannot take, malformed hits) are added to `problems`."""
+    `vectors`: each collection's vector to search the dense list with (None: lexical only). Malformed hits
+    are dropped, and said so in `problems`."""
     dense_lists, lexical_lists = [], []
     for collection in rag["collections"]:
-        question_vector, sub_query_vector = vectors.get(collection, (None, None))
-        dense_vector = question_vector if by_question else sub_query_vector
-        similarity_to = question_vector
-        if problem := _dimension_problem(index, collection, dense_vector or question_vector):
-            problems.append(problem)
-            dense_vector = similarity_to = None
-        flags = boost_flags
-        # The manifest records the language of all the collection's text ("mixed" when several).
-        if other_languages and _manifest(index, collection).get("language") != language:
-            flags = {**boost_flags, OTHER_LANGUAGE_FLAG: {"language": other_languages}}
-        found = index.search(collection, dense=dense_vector, sparse=sparse, tenant=ctx.tenant, filters=filters,
-                             limit=limit, similarity_to=similarity_to, match_terms=question_terms, flags=flags)
+        found = index.search(collection, dense=vectors.get(collection), sparse=sparse, tenant=ctx.tenant,
+                             filters=filters, limit=limit)
         dense, lexical = found if isinstance(found, (list, tuple)) and len(found) == 2 else ([], found)
         dense_lists.append((collection, well_formed(dense, problems)))
         lexical_lists.append((collection, well_formed(lexical, problems)))
@@ -222,16 +165,13 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
             # A part of a split question that names a source ("... reported by TechCrunch") is
             # searched within it: that is where its evidence is.
             filters.update(_mentions(mentioned_filters, task["sub_query"], policy, rag, ctx.tenant, index, problems) or {})
-        vectors = _collection_vectors(ctx, index, rag["collections"], task["question"], task["sub_query"], problems)
-        common = dict(vectors=vectors, question_terms=sorted(analyzer.terms(task["question"], language)),
-                      # The engine marks which chunks each rerank boost applies to while it has them at hand.
-                      boost_flags={n: c for n, (_, c) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {},
-                      other_languages=[lang for lang in policy.languages.markers if lang != language],
-                      language=language,
-                      limit=int(rag["profile"]["k"]), problems=problems)
-        results[key] = _search(ctx, index, rag, by_question=False,
-                               sparse=analyzer.query_vector(task["sub_query"], language), filters=filters,
-                               kind=task["kind"], sub_query=task["sub_query"], **common)
+        # Each branch embeds only its own text: the parts of a split question are embedded at the same time
+        # (a local model runs one call per core), the whole question by its own branch.
+        vectors = vectors_by_collection(ctx, index, rag["collections"], task["sub_query"], problems)
+        limit = int(rag["profile"]["k"])
+        results[key] = _search(ctx, index, rag, vectors=vectors, sparse=analyzer.query_vector(task["sub_query"], language),
+                               filters=filters, limit=limit, kind=task["kind"], sub_query=task["sub_query"],
+                               problems=problems)
         if task["index"] == 0 and task["kind"] == "sub_query":
             # Which sources the question names that the caller holds nothing from (compose says so).
             checked = _mentions(lambda q, *a: unheld_sources(q, language, *a), task["question"], policy, rag,
@@ -244,12 +184,16 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
                 # name none).
                 scoped = _mentions(scope_to_mentions, task["question"], policy, rag, ctx.tenant, index, problems) or []
                 update["scoped_queries"] = scoped
+                if scoped and task["sub_query"] != task["question"]:
+                    vectors = vectors_by_collection(ctx, index, rag["collections"], task["question"], problems)
                 for s in scoped:
                     label = f"{key}:{filter_label(s['filters'])}"
                     try:
+                        # Searched by meaning with the whole question's vector, by words with the scoped query.
                         results[label] = _search(
-                            ctx, index, rag, by_question=True, sparse=analyzer.query_vector(s["query"], language),
-                            filters={**filters, **s["filters"]}, kind="scoped", sub_query=s["query"], **common)
+                            ctx, index, rag, vectors=vectors, sparse=analyzer.query_vector(s["query"], language),
+                            filters={**filters, **s["filters"]}, limit=limit, kind="scoped", sub_query=s["query"],
+                            problems=problems)
                     except Exception as exc:  # the main search stands; this one is recorded
                         results[label] = SearchResult(sub_query=s["query"], kind="scoped", dense=[], lexical=[],
                                                       error=f"{type(exc).__name__}: {exc}")
@@ -278,47 +222,3 @@ def _mentions(find, text: str, policy, rag: dict, tenant: str | None, index, pro
     except Exception as exc:
         problems.append(f"values the question names unavailable ({failure_reason(exc)}); searched unscoped")
         return None
-
-
-def _collection_vectors(ctx: Context, index, collections: list[str], question: str, sub_query: str,
-                        problems: list[str]) -> dict[str, tuple[list[float] | None, list[float] | None]]:
-    """Each collection's (question vector, sub-query vector), embedded by the model its manifest records
-    (once per model). A collection that does not exist gets none (the engine has nothing to search);
-    one whose model the run cannot use (it names another, or the embedder fails) gets none too, and
-    is searched lexically, with the reason in `problems`."""
-    by_model: dict[str, tuple[list[float] | None, list[float] | None]] = {}
-    out = {}
-    for collection in collections:
-        try:
-            manifest = index.manifest(collection)
-        except Exception:  # the search itself will fail, and say why
-            manifest = None
-        if manifest is None:
-            out[collection] = (None, None)
-            continue
-        try:
-            model = collection_model(ctx, collection, manifest)
-        except CollectionModelError as exc:
-            problems.append(f"{exc}; lexical search only")
-            out[collection] = (None, None)
-            continue
-        if model not in by_model:
-            question_vector, sub_query_vector, degraded = _embed(ctx, model, question, sub_query)
-            if degraded:
-                problems.append(degraded)
-            by_model[model] = (question_vector, sub_query_vector)
-        out[collection] = by_model[model]
-    return out
-
-
-def _embed(ctx: Context, model: str, question: str, sub_query: str) -> tuple[list[float] | None, list[float] | None, str | None]:
-    """(question vector, sub-query vector, None), or (None, None, why) when the embedder fails."""
-    try:
-        embeddings = embeddings_named(ctx, model)
-        # The part first: while the first branch embeds the whole question, the others embed their own
-        # parts at the same time (a local model runs one call per core); the question's vector is then
-        # cached, or on its way (single flight).
-        sub_query_vector = embeddings.embed_query(sub_query)
-        return (sub_query_vector if sub_query == question else embeddings.embed_query(question)), sub_query_vector, None
-    except Exception as exc:  # timeouts, 429/5xx after the client's retries, connection errors, a missing model
-        return None, None, f"embeddings unavailable ({failure_reason(exc)}); lexical search only"

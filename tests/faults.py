@@ -22,7 +22,7 @@ from typing import Any
 from qdrant_server import QdrantTestServer, _RequestHandler
 from scripted_server import Reply, _Response
 
-from graph.providers.vectorstore import SearchHit
+from graph.providers.vectorstore import HitFeatures, SearchHit
 
 # --- the Qdrant server path -----------------------------------------------------------------------
 
@@ -98,21 +98,23 @@ def qdrant_points(n: int, *, score: Any = "NaN", first_id: int = 1) -> str:
 
 
 GARBAGE_HITS = [
-    SearchHit(point_id="123456789", score=float("nan"), rank=1, similarity=float("nan")),  # NaN score
-    SearchHit(point_id="not-a-point", score=float("inf"), rank=2, similarity=7.5),         # infinite score
-    SearchHit(point_id=None, score="high", rank="first"),                                 # no id, no number
-    # A usable id and score (of a point that does not exist) with features of the wrong kind.
-    SearchHit(point_id="123456788", score=0.5, rank=4, similarity=7.5, matched_terms="abc", flags=None),  # type: ignore[arg-type]
+    SearchHit(point_id="123456789", score=float("nan"), rank=1),  # NaN score
+    SearchHit(point_id="not-a-point", score=float("inf"), rank=2),  # infinite score
+    SearchHit(point_id=None, score="high", rank="first"),  # type: ignore[arg-type]  # no id, no number
+    SearchHit(point_id="123456788", score=0.5, rank=4),  # a usable id and score, of a point that does not exist
 ]
+# Features of the wrong kind: a similarity that is no cosine, terms that are not a list of the question's,
+# flags the request did not name.
+GARBAGE_FEATURES = HitFeatures(similarity=7.5, matched_terms="abc", flags=["not-asked"])  # type: ignore[arg-type]
 INTRUDER = {"docId": "globex-intruder", "text": "Globex: margem de 99,9% no inverno.", "brandId": "globex",
             "isApprovedForAI": "true", "status": "approved"}
 
 
 class FaultyIndex:
-    """Wraps a real index; `op` ("search", "fetch" or "values") fails as `mode` says:
+    """Wraps a real index; `op` ("search", "features", "fetch" or "values") fails as `mode` says:
     "raise" (an engine error), "sleep" (`seconds`, then the real answer) or "garbage" (the real
-    answer spoiled: malformed hits first; the first payload another tenant's, the second without
-    text or document id; values that are not strings). Every fault is counted in `faults`; a sleep
+    answer spoiled: malformed hits first; three candidates' features malformed; the first payload
+    another tenant's, the second without text or document id; values that are not strings). Every fault is counted in `faults`; a sleep
     ends early on `release()` (so that no abandoned read outlives its test)."""
 
     _live: weakref.WeakSet[FaultyIndex] = weakref.WeakSet()
@@ -144,6 +146,8 @@ class FaultyIndex:
         if name == "search":
             dense, lexical = out
             return [*GARBAGE_HITS, *dense], [*GARBAGE_HITS, *lexical]
+        if name == "features":
+            return {**out, **{pid: GARBAGE_FEATURES for pid in list(out)[:3]}}
         if name == "fetch":
             ids = list(out)
             spoiled = dict(out)
@@ -156,6 +160,9 @@ class FaultyIndex:
 
     def search(self, *args: Any, **kwargs: Any) -> Any:
         return self._call("search", *args, **kwargs)
+
+    def features(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("features", *args, **kwargs)
 
     def fetch(self, *args: Any, **kwargs: Any) -> Any:
         return self._call("fetch", *args, **kwargs)

@@ -18,10 +18,11 @@ The matrix (one parametrized test per component, each case named `<node>-<mode>`
   (cohere/…)                                                    malformed JSON, index out of range or
                                                                 repeated, NaN / huge / negative / string
                                                                 scores, results of the wrong type or none
-  embedded engine     retrieve (search), rerank (fetch, also    raises, sleeps past the timeout, garbage
-                      for the provider reranker), decompose     (NaN scores, unknown ids, wrong types,
-                      and retrieve (values a question names)    another tenant's payload, no text)
-  Qdrant server       the same three reads, over REST           HTTP 503 after retries, timeout, hang-up,
+  embedded engine     retrieve (search), rerank (features,      raises, sleeps past the timeout, garbage
+                      fetch, also for the provider reranker),   (NaN scores, unknown ids, wrong types,
+                      decompose and retrieve (values a          features out of range or not asked for,
+                      question names)                           another tenant's payload, no text)
+  Qdrant server       the same reads, over REST                 HTTP 503 after retries, timeout, hang-up,
                                                                 malformed JSON, wrong shape, NaN-scored
                                                                 unknown points, refused connection
   memory store        memory_shield                             writes fail (memory, request record, both)
@@ -579,7 +580,7 @@ def test_reranker_fails(graph, home, scripted_server, monkeypatch, own_ranking, 
 
 
 def _engine_cases():
-    for op, question in (("search", Q_SIMPLE), ("fetch", Q_SIMPLE), ("values", Q_COMPLEX)):
+    for op, question in (("search", Q_SIMPLE), ("features", Q_SIMPLE), ("fetch", Q_SIMPLE), ("values", Q_COMPLEX)):
         for mode in ("raise", "sleep", "garbage"):
             yield pytest.param(op, mode, question, False, id=f"{op}-{mode}")
     for mode in ("raise", "sleep"):  # the provider reranker reads the texts first
@@ -589,8 +590,13 @@ def _engine_cases():
 ENGINE_ERRORS = {
     ("search", "raise"): [r"^retrieve\[0\] \(.+\): RuntimeError: injected"],
     ("search", "sleep"): [r"^retrieve\[0\] \(.+\): EngineTimeout: the vector engine's search took longer than"],
-    ("search", "garbage"): [r"^retrieve\[0\]: the vector engine returned 3 malformed hit\(s\) \(no id or no finite score\): dropped$",
-                            r"^retrieve\[0\]: the vector engine returned 3 malformed hit feature"],
+    ("search", "garbage"): [r"^retrieve\[0\]: the vector engine returned 3 malformed hit\(s\) \(no id or no finite score\): dropped$"],
+    ("features", "raise"): [(r"^rerank: the vector engine could not score the candidates against the question "
+                            r"\(RuntimeError: injected.*\); ranked by their lists$")],
+    ("features", "sleep"): [(r"^rerank: the vector engine could not score the candidates against the question "
+                            r"\(EngineTimeout")],
+    ("features", "garbage"): [(r"^rerank: the vector engine returned 9 malformed candidate feature\(s\) "
+                              r"\(similarity, terms, flags\): ignored$")],
     ("fetch", "raise"): [r"^rerank: the vector engine did not return the chunks' texts \(RuntimeError"],
     ("fetch", "sleep"): [r"^rerank: the vector engine did not return the chunks' texts \(EngineTimeout"],
     ("fetch", "garbage"): [r"^rerank: the vector engine returned 2 payload\(s\) that fail the gates"],
@@ -635,6 +641,7 @@ SERVER_PATHS = {"search": "/points/query/batch", "fetch": "/documents/points", "
 
 
 def _server_cases():
+    # Searches and rerank's features are both /points/query/batch requests: "search" faults both.
     for op, question in (("search", Q_SIMPLE), ("fetch", Q_SIMPLE), ("values", Q_COMPLEX)):
         modes = ["http-503", "timeout", "hang-up", "malformed-json", "wrong-shape"]
         if op == "search":

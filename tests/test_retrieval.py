@@ -156,6 +156,45 @@ def test_fused_has_no_duplicate_chunks_across_branches(ask):
     assert fused_scores == sorted(fused_scores, reverse=True)
 
 
+def test_the_engine_scores_every_branchs_candidates_once_against_the_whole_question(ask, corpus, monkeypatch):
+    import graph.providers.resources as resources_mod
+
+    real = open_index(corpus.home)
+    calls: list[tuple[str, dict]] = []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def search(self, *a, **k):
+            calls.append(("search", k))
+            return real.search(*a, **k)
+
+        def features(self, *a, **k):
+            calls.append(("features", k))
+            return real.features(*a, **k)
+
+    monkeypatch.setattr(resources_mod, "vector_index_for", lambda ctx: Counting())
+    q = "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"
+    state = ask(q)
+    searches = [k for name, k in calls if name == "search"]
+    features = [k for name, k in calls if name == "features"]
+    assert len(searches) == len(state["sub_queries"]) + 1 and len(features) == 1  # one collection, one request
+    assert set(features[0]["point_ids"]) == {c["pointId"] for c in state["fused"]}
+    # The boosts' conditions, and (the sample collection mixes languages) the other-language flag.
+    assert set(features[0]["flags"]) == {"recency", "playbook", OTHER_LANGUAGE_FLAG}
+    # The whole question's own branch searched the dense list with the vector the features were scored
+    # against: there, a chunk's dense score is its similarity.
+    whole = state["hits"]["retrieve[0]"]
+    assert whole["sub_query"] == q
+    similarity = {c["pointId"]: c["similarity"] for c in state["fused"]}
+    assert whole["dense"] and all(abs(similarity[c["pointId"]] - c["scores"]["engine"]) < 1e-4 for c in whole["dense"])
+    analyzer = get_analyzer(load_policy())
+    question_terms = set(analyzer.terms(q, "pt"))
+    assert all(set(c["matchedTerms"]) <= question_terms for c in state["fused"])
+    assert any(c["matchedTerms"] for c in state["reranked"])
+
+
 def test_failing_branch_is_recorded_and_graph_finishes(ask, corpus, monkeypatch):
     class Broken:
         def search(self, *a, **k):

@@ -134,6 +134,17 @@ def test_the_engine_filters_even_when_asked_directly(on_server, corpus):
         res.index.search("documents", dense=vector, sparse=sparse, tenant="acme", filters={"brandId": "globex"}, limit=5)
 
     embedded = get_resources(corpus.context("acme")).index
+    # Rerank's features of the candidates: the server's equal the embedded engine's, and another
+    # tenant's ids read nothing.
+    terms = sorted(get_analyzer(policy).terms("processo judicial direito de arrependimento", "pt"))
+    asked = dict(point_ids=ids, similarity_to=vector, match_terms=terms, flags={"legal": {"docType": "legal"}})
+    served, local = (ix.features("documents", tenant="acme", **asked) for ix in (res.index, embedded))
+    assert served and set(served) == set(local) == set(ids)
+    for pid, f in served.items():
+        assert abs(f.similarity - local[pid].similarity) < 1e-4
+        assert sorted(f.matched_terms) == sorted(local[pid].matched_terms) and f.flags == local[pid].flags
+    assert any(f.flags == ["legal"] for f in served.values()) and any(f.matched_terms for f in served.values())
+    assert res.index.features("documents", tenant="globex", **asked) == {}
     for tenant in TENANTS:  # the facet the question matching reads: the same values as the embedded engine
         assert sorted(res.index.values("documents", tenant, "docType")) == sorted(embedded.values("documents", tenant, "docType"))
 

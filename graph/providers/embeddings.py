@@ -179,6 +179,11 @@ class CachedEmbeddings(Embeddings):
             found.update({h: list(v) for (h, _), v in zip(missing, vecs)})
         return [found[h] for h in hashes]
 
+    def cached_query(self, text: str) -> list[float] | None:
+        """The vector `embed_query(text)` gave in this process, if it is still held; never a model call."""
+        with self._lock:
+            return self._queries.get(text)
+
     def clear_query_cache(self) -> None:
         with self._lock:
             self._queries.clear()

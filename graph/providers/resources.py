@@ -107,7 +107,7 @@ def _engine_pool() -> ThreadPoolExecutor:
 
 
 class BoundedIndex:
-    """An index whose reads (`search`, `fetch`, `values`) each fail with EngineTimeout after
+    """An index whose reads (`search`, `features`, `fetch`, `values`) each fail with EngineTimeout after
     `timeout_s`; everything else is the index's own."""
 
     def __init__(self, inner: VectorIndex, timeout_s: float):
@@ -126,6 +126,9 @@ class BoundedIndex:
 
     def search(self, *args: Any, **kwargs: Any) -> Any:
         return self._bounded("search", *args, **kwargs)
+
+    def features(self, *args: Any, **kwargs: Any) -> Any:
+        return self._bounded("features", *args, **kwargs)
 
     def fetch(self, *args: Any, **kwargs: Any) -> Any:
         return self._bounded("fetch", *args, **kwargs)

@@ -151,7 +151,13 @@ class SearchHit:
     point_id: str
     score: float
     rank: int
-    similarity: float | None = None  # cosine to `similarity_to` (the original question), when asked
+
+
+@dataclass
+class HitFeatures:
+    """What the engine says about one candidate against the original question (`VectorIndex.features`)."""
+
+    similarity: float | None = None  # cosine to `similarity_to` (the question's vector), when given
     matched_terms: list[int] = field(default_factory=list)  # which of `match_terms` the chunk holds
     flags: list[str] = field(default_factory=list)  # which of the named `flags` conditions it meets
 
@@ -185,16 +191,21 @@ class VectorIndex(Protocol):
 
     def search(
         self, collection: str, *, dense: list[float] | None, sparse: SparseVector, tenant: str,
-        filters: dict[str, Any] | None, limit: int, similarity_to: list[float] | None = None,
-        match_terms: list[int] | None = None, flags: dict[str, dict[str, Any]] | None = None,
+        filters: dict[str, Any] | None, limit: int,
     ) -> tuple[list[SearchHit], list[SearchHit]]:
         """Dense and lexical result lists, both gated: point ids and scores, no payload (reading a
         payload costs the engine ~10 µs a point; `fetch` reads them for the few chunks that survive
-        reranking). With `similarity_to`, each hit carries its cosine to that vector; with
-        `match_terms` (lexical term ids), the ones its text contains; with `flags` (named conditions
-        {field: value or [values]} on indexed fields, e.g. the rerank boosts), the names it meets
-        (flags are scored through `similarity_to`: none without it). `dense=None` (the embedder
-        failed) gives an empty dense list."""
+        reranking). `dense=None` (the embedder failed) gives an empty dense list."""
+
+    def features(
+        self, collection: str, *, tenant: str, point_ids: list[str], similarity_to: list[float] | None,
+        match_terms: list[int], flags: dict[str, dict[str, Any]] | None = None,
+    ) -> dict[str, HitFeatures]:
+        """For each of `point_ids` that passes the gates: its cosine to `similarity_to`, which of
+        `match_terms` (lexical term ids) its text holds, and which named `flags` conditions
+        ({field: value or [values]} on indexed fields, e.g. the rerank boosts) it meets (flags are
+        scored through `similarity_to`: none without it). Computed inside the engine, once per question
+        over every list's candidates: no vectors, texts or payloads cross into Python."""
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -356,8 +367,7 @@ class EdgeVectorIndex:
             shard.optimize()
 
     # --- reads ------------------------------------------------------------------------------
-    def search(self, collection, *, dense, sparse, tenant, filters, limit, similarity_to=None, match_terms=None,
-               flags=None):
+    def search(self, collection, *, dense, sparse, tenant, filters, limit):
         gate = governance_filter(tenant, filters)  # raises before touching the engine
         shard = self._shard(collection)
         if shard is None:
@@ -369,31 +379,31 @@ class EdgeVectorIndex:
         sparse_res, *dense_lists = shard.query_batch(QueryBatchRequest(lists))
         dense_res = dense_lists[0] if dense_lists else []
         # Every `.id` / `.score` access converts the engine's value into a new Python object: read them once.
-        dense_res = [(p.id, p.score) for p in dense_res]
-        sparse_res = [(p.id, p.score) for p in sparse_res]
-        ids = list(dict.fromkeys([i for i, _ in dense_res] + [i for i, _ in sparse_res]))
-        similarity, matched, flagged = {}, {}, {}  # hit features, when asked for (below)
-        if ids and (similarity_to is not None or match_terms):
-            # Over just the union of both lists, the engine scores the similarity to the original
-            # question, says which chunks hold each question term and which meet each flag
-            # condition: no vectors, texts or payloads cross into Python for this. Every request
-            # still carries the gate.
-            only_these = [*gate.must, HasIdCondition(set(ids))]
-            exact = SearchParams(exact=True)
-            terms = list(match_terms or [])
-            named = list((flags or {}).items()) if similarity_to is not None else []
-            requests = [QueryRequest(query=Query.Nearest(SparseVector([t], [1.0]), using=SPARSE), limit=len(ids),
-                                     filter=Filter(must=only_these), with_payload=False) for t in terms]
-            for _, condition in named:
-                requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
-                                             filter=Filter(must=[*only_these, *_conditions(condition)]),
-                                             with_payload=False, params=exact))
-            if similarity_to is not None:
-                requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
-                                             filter=Filter(must=only_these), with_payload=False, params=exact))
-            similarity, matched, flagged = hit_features(list(shard.query_batch(QueryBatchRequest(requests))), terms,
-                                                        [name for name, _ in named], similarity_to is not None)
-        return to_hits(dense_res, similarity, matched, flagged), to_hits(sparse_res, similarity, matched, flagged)
+        return to_hits([(p.id, p.score) for p in dense_res]), to_hits([(p.id, p.score) for p in sparse_res])
+
+    def features(self, collection, *, tenant, point_ids, similarity_to, match_terms, flags=None):
+        gate = governance_filter(tenant)  # raises before touching the engine
+        shard = self._shard(collection)
+        ids = set(engine_ids(point_ids))
+        if shard is None or not ids or (similarity_to is None and not match_terms):
+            return {}
+        # Just these points, still behind the gate: one request per question term (which chunks hold it),
+        # per flag (which meet its condition) and for the similarity to the question, exact over the few.
+        only_these = [*gate.must, HasIdCondition(ids)]
+        exact = SearchParams(exact=True)
+        terms = list(match_terms or [])
+        named = list((flags or {}).items()) if similarity_to is not None else []
+        requests = [QueryRequest(query=Query.Nearest(SparseVector([t], [1.0]), using=SPARSE), limit=len(ids),
+                                 filter=Filter(must=only_these), with_payload=False) for t in terms]
+        for _, condition in named:
+            requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
+                                         filter=Filter(must=[*only_these, *_conditions(condition)]),
+                                         with_payload=False, params=exact))
+        if similarity_to is not None:
+            requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
+                                         filter=Filter(must=only_these), with_payload=False, params=exact))
+        return hit_features(list(shard.query_batch(QueryBatchRequest(requests))), terms, [name for name, _ in named],
+                            similarity_to is not None)
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -548,25 +558,31 @@ def _conditions(fields: dict[str, Any]) -> list[FieldCondition]:
 
 
 def hit_features(results: list[list[Any]], terms: list[int], flag_names: list[str],
-                 with_similarity: bool) -> tuple[dict, dict, dict]:
-    """(similarity, matched terms, flags) per point id, read from the answers to the feature requests:
-    one per term, one per flag, then (with_similarity) the similarity request."""
-    similarity = {p.id: float(p.score) for p in results.pop()} if with_similarity else {}
-    matched: dict[Any, list[int]] = {}
-    flagged: dict[Any, list[str]] = {}
+                 with_similarity: bool) -> dict[str, HitFeatures]:
+    """Each point's features, read from the answers to the feature requests: one per term, one per flag,
+    then (with_similarity) the similarity request."""
+    out: dict[str, HitFeatures] = {}
+
+    def of(pid: Any) -> HitFeatures:
+        key = str(pid)
+        if key not in out:
+            out[key] = HitFeatures()
+        return out[key]
+
+    if with_similarity:
+        for p in results.pop():
+            of(p.id).similarity = float(p.score)
     for term, holders in zip(terms, results):
         for p in holders:
-            matched.setdefault(p.id, []).append(term)
+            of(p.id).matched_terms.append(term)
     for name, holders in zip(flag_names, results[len(terms):]):
         for p in holders:
-            flagged.setdefault(p.id, []).append(name)
-    return similarity, matched, flagged
+            of(p.id).flags.append(name)
+    return out
 
 
-def to_hits(points: list[tuple[Any, float]], similarity: dict, matched: dict, flagged: dict) -> list[SearchHit]:
-    return [SearchHit(point_id=str(pid), score=float(score), rank=rank, similarity=similarity.get(pid),
-                      matched_terms=matched.get(pid, []), flags=flagged.get(pid, []))
-            for rank, (pid, score) in enumerate(points, start=1)]
+def to_hits(points: list[tuple[Any, float]]) -> list[SearchHit]:
+    return [SearchHit(point_id=str(pid), score=float(score), rank=rank) for rank, (pid, score) in enumerate(points, start=1)]
 
 
 _indexes: dict[str, EdgeVectorIndex] = {}

@@ -170,8 +170,7 @@ class QdrantServerIndex:
         return self.client.count(collection, exact=True).count
 
     # --- reads ------------------------------------------------------------------------------
-    def search(self, collection, *, dense, sparse, tenant, filters, limit, similarity_to=None, match_terms=None,
-               flags=None):
+    def search(self, collection, *, dense, sparse, tenant, filters, limit):
         m = _models()
         gate = governance_filter(tenant, filters)  # raises before touching the server
         if self.manifest(collection) is None:
@@ -182,32 +181,34 @@ class QdrantServerIndex:
             lists.append(m.QueryRequest(query=list(dense), using=DENSE, filter=gate, limit=limit, with_payload=False,
                                         params=m.SearchParams(hnsw_ef=HNSW_EF)))
         sparse_res, *dense_lists = self._read("query_batch_points", collection, lists)
-        sparse_hits = [(p.id, p.score) for p in sparse_res.points]
         dense_hits = [(p.id, p.score) for p in dense_lists[0].points] if dense_lists else []
-        ids = list(dict.fromkeys([i for i, _ in dense_hits] + [i for i, _ in sparse_hits]))
-        similarity, matched, flagged = {}, {}, {}  # hit features, when asked for (below)
-        if ids and (similarity_to is not None or match_terms):
-            # As in the embedded engine: over the union of both lists, the server scores the similarity
-            # to the original question, which chunks hold each question term and which meet each flag.
-            only_these = m.HasIdCondition(has_id=ids)
-            exact = m.SearchParams(exact=True)
-            terms = list(match_terms or [])
-            named = list((flags or {}).items()) if similarity_to is not None else []
-            requests = [m.QueryRequest(query=m.SparseVector(indices=[t], values=[1.0]), using=SPARSE, limit=len(ids),
-                                       filter=m.Filter(must=[*gate.must, only_these]), with_payload=False)
-                        for t in terms]
-            for _, condition in named:
-                requests.append(m.QueryRequest(query=list(similarity_to), using=DENSE, limit=len(ids), params=exact,
-                                               filter=m.Filter(must=[*gate.must, only_these,
-                                                                     *(_condition(k, v) for k, v in condition.items())]),
-                                               with_payload=False))
-            if similarity_to is not None:
-                requests.append(m.QueryRequest(query=list(similarity_to), using=DENSE, limit=len(ids), params=exact,
-                                               filter=m.Filter(must=[*gate.must, only_these]), with_payload=False))
-            results = [r.points for r in self._read("query_batch_points", collection, requests)]
-            similarity, matched, flagged = hit_features(results, terms, [name for name, _ in named],
-                                                        similarity_to is not None)
-        return to_hits(dense_hits, similarity, matched, flagged), to_hits(sparse_hits, similarity, matched, flagged)
+        return to_hits(dense_hits), to_hits([(p.id, p.score) for p in sparse_res.points])
+
+    def features(self, collection, *, tenant, point_ids, similarity_to, match_terms, flags=None):
+        m = _models()
+        gate = governance_filter(tenant)  # raises before touching the server
+        ids = engine_ids(point_ids)
+        if not ids or (similarity_to is None and not match_terms) or self.manifest(collection) is None:
+            return {}
+        # As in the embedded engine: over just these points, behind the gate, the server says which hold
+        # each question term, which meet each flag, and their similarity to the question.
+        only_these = m.HasIdCondition(has_id=ids)
+        exact = m.SearchParams(exact=True)
+        terms = list(match_terms or [])
+        named = list((flags or {}).items()) if similarity_to is not None else []
+        requests = [m.QueryRequest(query=m.SparseVector(indices=[t], values=[1.0]), using=SPARSE, limit=len(ids),
+                                   filter=m.Filter(must=[*gate.must, only_these]), with_payload=False)
+                    for t in terms]
+        for _, condition in named:
+            requests.append(m.QueryRequest(query=list(similarity_to), using=DENSE, limit=len(ids), params=exact,
+                                           filter=m.Filter(must=[*gate.must, only_these,
+                                                                 *(_condition(k, v) for k, v in condition.items())]),
+                                           with_payload=False))
+        if similarity_to is not None:
+            requests.append(m.QueryRequest(query=list(similarity_to), using=DENSE, limit=len(ids), params=exact,
+                                           filter=m.Filter(must=[*gate.must, only_these]), with_payload=False))
+        results = [r.points for r in self._read("query_batch_points", collection, requests)]
+        return hit_features(results, terms, [name for name, _ in named], similarity_to is not None)
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
