@@ -85,6 +85,7 @@ class SearchResult(TypedDict):
     kind: Literal["sub_query", "performance", "scoped"]
     dense: list[Chunk]
     lexical: list[Chunk]
+    intent: NotRequired[str]  # the intent whose filters this part was searched under, when not the question's
     error: NotRequired[str]
 
 
@@ -229,6 +230,9 @@ class State(TypedDict, total=False):
     rag: RouteRecord                        # route_gate's decision and policy snapshot
     decomposition: dict[str, Any]           # score, reasons, method, decomposed
     sub_queries: list[str]
+    # The parts searched under their own intent, not the whole question's (their words speak of another
+    # topic, or of none): {part: {"intent", "filters"}} (graph/algorithms/routing.py `part_routes`).
+    part_routes: dict[str, dict[str, Any]]
     scoped_queries: list[dict[str, Any]]    # searches restricted to a value the question names: {query, filters}
 
     hits: Annotated[dict[str, SearchResult], merge_dicts]   # one entry per retrieve branch
@@ -264,7 +268,7 @@ THREAD_CARRIED = ("history",)  # kept: the thread's earlier turns
 TURN_INPUTS = ("request_id", "correlation_id", "question", "intent", "entity", "tenant", "language", "rag")
 # Reset to these values by route_gate before a new question starts (`fresh_turn`).
 TURN_RESULTS: dict[str, Any] = {
-    "decomposition": {}, "sub_queries": [], "scoped_queries": [], "sources_named": [], "sources_unheld": [],
+    "decomposition": {}, "sub_queries": [], "part_routes": {}, "scoped_queries": [], "sources_named": [], "sources_unheld": [],
     "hits": {}, "fused": [], "reranked": [],
     "answer": "", "direct_answer": None, "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {},
     "blocked_answer": "", "memory": {}, "timings_ms": {}, "errors": [],
@@ -295,3 +299,5 @@ class RetrieveTask(TypedDict):
     index: int
     kind: Literal["sub_query", "performance", "scoped"]
     rag: RouteRecord
+    intent: NotRequired[str]            # a part routed on its own (State.part_routes): its intent
+    filters: NotRequired[dict[str, Any]]  # ... and that intent's filters, instead of the question's

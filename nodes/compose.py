@@ -46,6 +46,7 @@ from graph.algorithms.direct_answer import (
     rankings,
     states_answer,
 )
+from graph.algorithms.fusion import fused_ids
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import block_after, claim_sentences
 from graph.algorithms.question_form import KINDS, question_form
@@ -59,7 +60,7 @@ from graph.providers.specs import ProviderError, failure_reason
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
-from graph.state import Chunk, State
+from graph.state import Chunk, SearchResult, State
 
 
 def is_relevant(chunk: Chunk, cfg: ComposeSettings) -> bool:
@@ -249,6 +250,17 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     return picked
 
 
+def part_leads(hits: dict[str, SearchResult], chunks: list[Chunk]) -> dict[str, list[Chunk]]:
+    """For each part of a split question, `chunks` in its own search's fused order (those it found)."""
+    by_point = {c.get("pointId"): c for c in chunks}
+    leads: dict[str, list[Chunk]] = {}
+    for result in hits.values():
+        if result.get("kind") == "sub_query" and result["sub_query"] not in leads:
+            order = fused_ids([result.get("dense") or [], result.get("lexical") or []])
+            leads[result["sub_query"]] = [by_point[point] for point, _ in order if point in by_point]
+    return leads
+
+
 def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer) -> list[str]:
     """The parts of a split question that nothing retrieved speaks of: a part with two or more terms of
     its own (not shared with another part) none of which any relevant chunk holds."""
@@ -290,11 +302,14 @@ class ExtractiveAnswer(NamedTuple):
 
 
 def extractive_answer(question: str, sub_queries: list[str], language: str, chunks: list[Chunk], analyzer: Analyzer,
-                      policy, relevance: Callable[[list[str]], list[float]] | None = None) -> ExtractiveAnswer:
+                      policy, relevance: Callable[[list[str]], list[float]] | None = None,
+                      part_leads: dict[str, list[Chunk]] | None = None) -> ExtractiveAnswer:
     """The deterministic answer: the direct answer first (when the evidence gives one), then only the
     points that support it or answer another part of the question, then the parts nothing covers.
     `relevance` (`meaning_relevance`, for evidence in another language): sentences are ranked and
-    chosen by meaning as well as by words."""
+    chosen by meaning as well as by words. `part_leads` (`part_leads`): the chunks each part's own
+    search found, best first; a part nothing in the question's language covers is pointed to the first
+    of them in another language, rather than said missing."""
     cfg = policy.compose
     words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language)
     # The direct answer reads each sentence with its document's title; the points do not (a title that
@@ -363,15 +378,24 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         best = min(picked, key=lambda c: order[id(c)], default=None)
         picked.sort(key=lambda c: (c is not best, c.rank, order[id(c)]))
     lines += [f"- {_cite(' '.join(filter(None, [lead_in.get(id(c)), c.text])), [c.doc_id])}" for c in picked]
-    # A part's words cannot be looked for in text of another language: with such evidence at hand, no part
-    # is named missing (the English report may hold "a taxa atual de devolução").
+    uncovered = uncovered_parts(parts, chunks, language, analyzer)
+    # A part's words cannot be looked for in text of another language. A part nothing in the question's
+    # language covers is pointed to the best text in another language its own search found ("a taxa atual
+    # de devolução": the English returns report); with other evidence in another language at hand, no
+    # other part is named missing (it may hold the part too).
+    found_for = part_leads or {}
+    elsewhere = {p: lead for p in uncovered
+                 if (lead := next((c for c in found_for.get(p, []) if in_another_language(c, language)), None))}
     missing = ([] if any(in_another_language(c, language) for c in chunks)
-               else uncovered_parts(parts, chunks, language, analyzer))
+               else [p for p in uncovered if p not in elsewhere])
     if missing:
         lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]
-    complete = not missing and answers_every_part(parts or [question], read + picked, found is not None, words,
-                                                  titles, language, policy.languages.question_cues)
-    return ExtractiveAnswer(lines, found, complete, missing)
+    for part, lead in elsewhere.items():
+        lines += ["", phrase(language, "part_in_other_language", part=f"«{part.strip(' ?')}»", doc_id=lead["docId"])]
+    unanswered = [*missing, *elsewhere]
+    complete = not unanswered and answers_every_part(parts or [question], read + picked, found is not None, words,
+                                                     titles, language, policy.languages.question_cues)
+    return ExtractiveAnswer(lines, found, complete, unanswered)
 
 
 def unanswered_words(parts: list[str], read: list[Candidate], words: QuestionWords,
@@ -797,7 +821,8 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     """Write the answer from the reranked chunks only, each claim cited `[doc_id]`.
 
     Reads `question`, `language`, `rag` (enabled, disabled_reason, collections), `reranked`,
-    `sub_queries` (their terms count as the question's), `sources_named` and `sources_unheld` (a
+    `sub_queries` (their terms count as the question's), `hits` (which chunk each part's own search
+    found first: `part_leads`), `sources_named` and `sources_unheld` (a
     question about sources the caller holds nothing from gets coverage none and says so). Writes
     `answer`, `direct_answer` (the short answer it opens with, or None), `citations_used` (ids of
     retrieved documents the answer cites), `coverage_level` (the evidence's, adjusted by what the
@@ -855,7 +880,8 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
                 errors.append(f"compose: {problem}; extractive answer")
         extractive = extractive_answer(question, state.get("sub_queries") or [], language, relevant, analyzer,
                                        policy, cross_lingual_relevance(question, language, relevant, policy, ctx,
-                                                                       errors))
+                                                                       errors),
+                                       part_leads(state.get("hits") or {}, relevant))
         found = extractive.found
         coverage = answer_coverage(coverage, extractive, relevant, cfg)
         unattested = [] if found else unattested_subject(question, language, state.get("sub_queries") or [],

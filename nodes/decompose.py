@@ -18,6 +18,7 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
 from graph.algorithms.decomposition import assess, normalized_question, split_question, validate_sub_queries
+from graph.algorithms.routing import part_routes
 from graph.algorithms.scoping import mentioned_values
 from graph.algorithms.text import json_reply
 from graph.context import Context
@@ -63,8 +64,10 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
     """Split a question route_gate found complex into 2–4 sub-queries, or keep the original.
 
     Reads `question`, `language`, `decomposition` (route_gate's assessment) and `rag` (collections
-    and tenant scope, for the values the question names). Writes `sub_queries`, `decomposition`
-    (decomposed, method, and why it fell back) and `errors` (a chat model or engine that failed)."""
+    and tenant scope, for the values the question names; the intent and where it came from). Writes
+    `sub_queries`, `part_routes` (the parts searched under their own intent: graph/algorithms/routing.py),
+    `decomposition` (decomposed, method, and why it fell back) and `errors` (a chat model or engine that
+    failed)."""
     ctx = run_context(runtime)
     question = state["question"]
     language = state.get("language", "en")
@@ -92,7 +95,10 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
                 if llm is not None:
                     sub_queries = llm_sub_queries(llm, ctx.chat_model, question, language, policy)
                     info.update(decomposed=True, method="llm")
-                    return {"sub_queries": sub_queries, "decomposition": info, **({"errors": errors} if errors else {})}
+                    return {"sub_queries": sub_queries, "decomposition": info,
+                            "part_routes": part_routes(sub_queries, rag.get("intent"), rag.get("intent_source", ""),
+                                                       policy),
+                            **({"errors": errors} if errors else {})}
             except Exception as exc:  # the rules below are the fallback, and the reason is kept
                 info["llm_error"] = failure_reason(exc)
                 errors.append(f"decompose: chat model unusable ({info['llm_error']}); rule-based split")
@@ -105,4 +111,7 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
     info.update(decomposed=decomposed, method="rules" if decomposed else "none")
     if info.get("complex") and not decomposed:
         info["note"] = "complex, but no split gave two independent sub-queries: using the original question"
-    return {"sub_queries": sub_queries, "decomposition": info, **({"errors": errors} if errors else {})}
+    rag = state.get("rag") or {}
+    routes = part_routes(sub_queries, rag.get("intent"), rag.get("intent_source", ""), policy) if decomposed else {}
+    return {"sub_queries": sub_queries, "decomposition": info, "part_routes": routes,
+            **({"errors": errors} if errors else {})}

@@ -40,17 +40,21 @@ from graph.state import Chunk, RetrieveTask, SearchResult, State
 
 
 def fan_out(state: State) -> list[Send]:
-    """One `Send` per sub-query, plus one performance search when the policy asks for it."""
+    """One `Send` per sub-query, plus one performance search when the policy asks for it. A part that
+    decompose routed on its own (`part_routes`) is searched under its intent's filters."""
     rag = state["rag"]
     queries = list(state.get("sub_queries") or [state["question"]])
     if state["question"] not in queries:
         # A split question is searched whole too: sub-queries find each part's evidence, the whole
         # question keeps the chunks that answer it at once (and the parts a fragment lost).
         queries.insert(0, state["question"])
-    tasks = [
-        Send("retrieve", RetrieveTask(question=state["question"], sub_query=q, index=i, kind="sub_query", rag=rag))
-        for i, q in enumerate(queries)
-    ]
+    routes = state.get("part_routes") or {}
+    tasks = []
+    for i, q in enumerate(queries):
+        task = RetrieveTask(question=state["question"], sub_query=q, index=i, kind="sub_query", rag=rag)
+        if q in routes:
+            task.update(intent=routes[q]["intent"], filters=routes[q]["filters"])
+        tasks.append(Send("retrieve", task))
     if rag.get("performance_injection"):
         tasks.append(Send("retrieve", RetrieveTask(question=state["question"], sub_query=state["question"],
                                                    index=len(tasks), kind="performance", rag=rag)))
@@ -143,7 +147,8 @@ def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, list[float] | 
 def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     """One branch: the dense and the lexical list for one sub-query, gated inside the engine.
 
-    Reads the `Send` payload `task` (question, sub_query, index, kind, rag), not the state. Writes
+    Reads the `Send` payload `task` (question, sub_query, index, kind, rag; a part's own intent and
+    filters when it has a route of its own), not the state. Writes
     `hits` (this branch's lists, keyed `retrieve[i]`, plus one per scoped search the first branch
     runs), `scoped_queries`, `sources_named` and `sources_unheld` (first branch only) and `errors`
     (degradations: lexical-only search, unscoped search, malformed hits)."""
@@ -158,7 +163,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         policy = run_policy(rag, ctx)
         index = bounded_index(ctx, get_resources(ctx).index)
         analyzer = get_analyzer(policy)
-        filters = dict(rag.get("filters") or {})
+        filters = dict(task["filters"] if "filters" in task else rag.get("filters") or {})
         if task["kind"] == "performance":
             filters = {"docType": policy.retrieval.performance_doc_type}
         if task["kind"] == "sub_query" and task["sub_query"] != task["question"] and ctx.decompose:
@@ -172,6 +177,8 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         results[key] = _search(ctx, index, rag, vectors=vectors, sparse=analyzer.query_vector(task["sub_query"], language),
                                filters=filters, limit=limit, kind=task["kind"], sub_query=task["sub_query"],
                                problems=problems)
+        if "intent" in task:
+            results[key]["intent"] = task["intent"]
         if task["index"] == 0 and task["kind"] == "sub_query":
             # Which sources the question names that the caller holds nothing from (compose says so).
             checked = _mentions(lambda q, *a: unheld_sources(q, language, *a), task["question"], policy, rag,

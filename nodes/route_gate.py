@@ -21,24 +21,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
 
 from graph.algorithms.decomposition import assess
-from graph.algorithms.text import count_phrases, detect_language, has_any_phrase
+from graph.algorithms.routing import infer_intent
+from graph.algorithms.text import detect_language, has_any_phrase
 from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import RouteRecord, State, check_correlation_id, check_question, fresh_turn
-
-
-def infer_intent(question: str, policy: Policy) -> tuple[str | None, str]:
-    """The intent rule with the most keyword hits (first listed wins a tie), else the fallback."""
-    best, best_hits = None, 0
-    for rule in policy.routing.intent_rules:
-        hits = sum(count_phrases(question, rule.keywords).values())
-        if hits > best_hits:
-            best, best_hits = rule.intent, hits
-    if best:
-        return best, "rule"
-    return policy.routing.fallback_intent, "fallback"
 
 
 def question_language(question: str, policy: Policy | None) -> str:

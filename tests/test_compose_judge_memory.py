@@ -137,7 +137,7 @@ def test_answer_opens_with_a_direct_answer_in_the_question_language(ask, questio
     first_line = state["answer"].splitlines()[0]
     assert strip_citations(first_line).rstrip(".").casefold() == direct.rstrip(".").casefold()
     assert citations_in(first_line) and set(citations_in(first_line)) <= set(state["citations_used"])
-    for key in ("missing", "missing_generic", "missing_part"):
+    for key in ("missing", "missing_generic", "missing_part", "part_in_other_language"):
         assert not any(matches_phrase(line, other, key) for line in state["answer"].splitlines())
 
 

@@ -7,12 +7,13 @@ import pytest
 from conftest import matches_phrase, runtime_for
 from langgraph.store.memory import InMemoryStore
 
+from graph.algorithms.routing import infer_intent
 from graph.context import Context
 from graph.graph import compile_graph
 from graph.policy import PolicyError, load_policy
 from graph.prompts import phrases
 from graph.providers.vectorstore import GATE_FIELDS, TenantRequiredError, governance_filter
-from nodes.route_gate import infer_intent, route_gate
+from nodes.route_gate import route_gate
 
 
 def gate(question: str, ctx: Context, **payload) -> dict:
