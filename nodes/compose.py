@@ -50,7 +50,16 @@ from graph.algorithms.fusion import fused_ids
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import block_after, claim_sentences
 from graph.algorithms.question_form import KINDS, question_form
-from graph.algorithms.text import YEAR, Analyzer, citations_in, fold, get_analyzer, has_any_phrase, strip_citations
+from graph.algorithms.text import (
+    YEAR,
+    Analyzer,
+    citations_in,
+    fold,
+    get_analyzer,
+    has_any_phrase,
+    strip_citations,
+    with_synonyms,
+)
 from graph.context import Context
 from graph.policy import ComposeSettings, DenseCalibration
 from graph.prompts import llm_prompt, phrase, phrases
@@ -347,7 +356,9 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
             passage = passage_points(candidates, chunks, picked[0], question, cfg.direct.passage_sentences)
             picked = take_in_order(passage + picked[1:], max_points, cfg.max_answer_chars)
         # A part that a heading names is answered by the list under it (its items hold none of its words).
-        for part_index, heading, items in listed_points(parts, chunks, candidates, words, titles):
+        cues = policy.languages.question_cues.get(language)
+        for part_index, heading, items in listed_points(parts, chunks, candidates, words, titles,
+                                                        cues.heading_synonyms if cues else ()):
             fresh = [c for c in items if all(c.text != p.text for p in picked)]
             if not fresh:
                 continue
@@ -378,7 +389,9 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         best = min(picked, key=lambda c: order[id(c)], default=None)
         picked.sort(key=lambda c: (c is not best, c.rank, order[id(c)]))
     lines += [f"- {_cite(' '.join(filter(None, [lead_in.get(id(c)), c.text])), [c.doc_id])}" for c in picked]
-    uncovered = uncovered_parts(parts, chunks, language, analyzer)
+    # A part answered by the list under a heading that names it is covered, whatever words the list uses.
+    by_list = {parts[i] for i in listed.values()}
+    uncovered = [p for p in uncovered_parts(parts, chunks, language, analyzer) if p not in by_list]
     # A part's words cannot be looked for in text of another language. A part nothing in the question's
     # language covers is pointed to the best text in another language its own search found ("a taxa atual
     # de devolução": the English returns report); with other evidence in another language at hand, no
@@ -393,8 +406,9 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     for part, lead in elsewhere.items():
         lines += ["", phrase(language, "part_in_other_language", part=f"«{part.strip(' ?')}»", doc_id=lead["docId"])]
     unanswered = [*missing, *elsewhere]
-    complete = not unanswered and answers_every_part(parts or [question], read + picked, found is not None, words,
-                                                     titles, language, policy.languages.question_cues)
+    complete = not unanswered and answers_every_part([p for p in parts or [question] if p not in by_list] or [question],
+                                                     read + picked, found is not None, words, titles, language,
+                                                     policy.languages.question_cues)
     return ExtractiveAnswer(lines, found, complete, unanswered)
 
 
@@ -588,7 +602,8 @@ def passage_points(candidates: list[Candidate], chunks: list[Chunk], best: Candi
 
 
 def listed_points(parts: list[str], chunks: list[Chunk], candidates: list[Candidate], words: QuestionWords,
-                  titles: dict[str, frozenset[int]]) -> list[tuple[int, str, list[Candidate]]]:
+                  titles: dict[str, frozenset[int]],
+                  synonyms: Sequence[Sequence[str]] = ()) -> list[tuple[int, str, list[Candidate]]]:
     """What a heading lists for a part of a multi-part question: (part index, heading, the sentences under
     it, in order). A part whose own words (not its document's title's, not another part's) a heading holds,
     most of them ("quais ações o playbook recomenda" and "Ações recomendadas:"), is answered by the list
@@ -605,7 +620,7 @@ def listed_points(parts: list[str], chunks: list[Chunk], candidates: list[Candid
             own = part_words - others - titles[chunk["docId"]]
             content = chunk["content"]
             heading = next((m for m in _HEADING.finditer(content)
-                            if own and len(words.held(m.group(0)) & own) * 2 >= len(own)
+                            if own and len(words.held(with_synonyms(m.group(0), synonyms)) & own) * 2 >= len(own)
                             and (rank, m.start()) not in used),
                            None)
             if heading is None:

@@ -177,6 +177,17 @@ def test_split_all_perspectives_uses_default_perspectives(policy):
         assert perspective in sub
 
 
+def test_a_short_clause_that_asks_stands_alone_and_one_that_does_not_joins_its_neighbour(policy):
+    # "what changed afterwards" opens with a question word: a question of its own, however short.
+    assert split_question("How much was Acme fined by Procon-PR over its exchange policy, and what changed afterwards?",
+                          policy, "en") == ["How much was Acme fined by Procon-PR over its exchange policy",
+                                            "what changed afterwards"]
+    assert split_question("Quanto a Acme pagou de multa ao Procon-PR e o que mudou depois?", policy, "pt")[-1] \
+        == "o que mudou depois"
+    # "then fined twice" asks nothing: it stays with the clause before it.
+    assert len(split_question("Which company was sued by the FTC and then fined twice?", policy, "en")) == 1
+
+
 def test_split_of_simple_question_returns_it_unchanged(policy):
     q = "Qual é o prazo médio de entrega do e-commerce no Nordeste?"
     assert split_question(q, policy, "pt") == [q]

@@ -11,7 +11,7 @@ from conftest import matches_phrase
 from graph.algorithms.direct_answer import QuestionWords, direct_answer, rank_sentences
 from graph.algorithms.question_form import question_form
 from graph.algorithms.routing import part_routes
-from graph.algorithms.text import get_analyzer
+from graph.algorithms.text import get_analyzer, with_synonyms
 from graph.policy import load_policy
 from nodes.compose import asking_words, missing_terms, question_names, unattested_names, unattested_subject
 
@@ -260,6 +260,24 @@ def test_a_part_routes_only_where_the_question_was_routed_by_its_words(policy):
     assert part_routes(parts, "legal", "caller", policy) == {} == part_routes(parts, "legal", "history", policy)
     # A part whose words give an intent the policy denies keeps the question's route.
     assert part_routes(["qual é a senha do sistema", "qual foi a decisão"], "legal", "rule", policy) == {}
+
+
+def test_a_part_a_heading_names_by_a_synonym_is_answered_by_its_list(ask):
+    # "what changed afterwards": no word of it is in the Procon-PR summary, whose "Actions taken by Legal and
+    # Operations:" lists what changed (the policy's heading_synonyms: changed ~ actions).
+    state = ask("How much was Acme fined by Procon-PR over its exchange policy, and what changed afterwards?")
+    lines = state["answer"].splitlines()
+    assert state["direct_answer"] == "R$ 86.500,00"
+    assert any(line.startswith("- Actions taken by Legal and Operations: A single national exchange policy")
+               for line in lines), state["answer"]
+    assert any("New checkout signage" in line for line in lines) and "do not cover" not in state["answer"]
+    assert state["verdict"]["final_decision"] == "OK", state["verdict"]
+
+
+def test_with_synonyms_adds_the_ring_of_a_word_the_text_holds():
+    rings = [("change", "changed", "actions"), ("rate", "share")]
+    assert with_synonyms("Actions taken:", rings) == "Actions taken: change changed actions"
+    assert with_synonyms("Nothing here", rings) == "Nothing here"
 
 
 def test_a_which_question_gets_a_name_only_about_a_kind_of_entity(policy):

@@ -54,6 +54,7 @@ from graph.algorithms.text import (
     get_analyzer,
     split_sentences,
     strip_citations,
+    with_synonyms,
 )
 from graph.policy import Policy, RelevanceSettings
 from graph.prompts import all_templates, phrase
@@ -160,7 +161,12 @@ def answer_relevance(question: str, answer: str, sources: Sequence[Source], lang
     cited = set(citations_in(answer))
     best_passage, best = max(by_source, key=lambda item: item[1])
     passage = max((v for d, v in by_source if d in cited), default=0.0) / best
-    parts = _parts(question, words, held, idf, share, policy, language)
+    # A part is covered through the policy's heading synonyms too: the composer answers "what changed
+    # afterwards" with the list under "Actions taken …:", which it quotes.
+    cues = policy.languages.question_cues.get(language)
+    rings = cues.heading_synonyms if cues else ()
+    held_or_synonym = frozenset().union(*(words.held(with_synonyms(c, rings)) for c in claims)) if rings else held
+    parts = _parts(question, words, held_or_synonym, idf, share, policy, language)
     missing = tuple(p for p in parts if p.judged and p.share < cfg.part_floor)
 
     score = cfg.passage_weight * passage + (1 - cfg.passage_weight) * claims_share

@@ -110,13 +110,17 @@ def split_question(question: str, policy: Policy, language: str, keep_whole: lis
     if first and fold(first[0]) in {fold(w) for w in head_words}:
         first = first[1:]
     min_words = cfg.min_clause_words
+    asking = lex.question_words
     subs = [first]
     for clause in clauses[1:]:
         tokens = clause.split()
+        # A clause that opens with a question word asks something of its own, however short: "what changed
+        # afterwards" of "How much was Acme fined, and what changed afterwards?".
+        asks = len(tokens) >= 2 and _opens_with(tokens, asking)
         if len(tokens) <= 2 and len(first) > len(tokens) and any(ch.isdigit() for ch in clause):
             # "vendas de 2025 e 2026": "2026" replaces the tail of the first clause.
             subs.append(first[: len(first) - len(tokens)] + tokens)
-        elif len(tokens) < min_words or len(subs[-1]) < min_words:
+        elif (len(tokens) < min_words and not asks) or len(subs[-1]) < min_words:
             # "covered by The Verge" is no question on its own: it belongs to the clause before.
             subs[-1] = subs[-1] + tokens
         else:
@@ -126,6 +130,12 @@ def split_question(question: str, policy: Policy, language: str, keep_whole: lis
         i = min(range(len(subs) - 1), key=lambda j: len(subs[j]) + len(subs[j + 1]))
         subs[i: i + 2] = [subs[i] + subs[i + 1]]
     return _clean([_unprotect(" ".join(t)) for t in subs], question, max_n)
+
+
+def _opens_with(tokens: list[str], phrases: list[str]) -> bool:
+    """Whether the words `tokens` start with one of `phrases` (case and accents aside)."""
+    folded = [fold(t).strip(",;:") for t in tokens]
+    return any((ws := fold(p).split()) and folded[: len(ws)] == ws for p in phrases)
 
 
 def _clean(parts: list[str], question: str, max_n: int) -> list[str]:
