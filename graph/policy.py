@@ -448,9 +448,10 @@ class QuestionCues:
     # ("Qual a duração …", "What is the purpose …") its answer is a phrase, and no name is given for it.
     name_cues: tuple[str, ...] = ()
     entity_nouns: tuple[str, ...] = ()
-    # Words a heading may use for what a part of a question asks, one ring of equivalents each: "what changed
-    # afterwards" is answered by the list under "Actions taken by Legal and Operations:".
-    heading_synonyms: tuple[tuple[str, ...], ...] = ()
+    # Words that say the same thing in a document as in a question, one ring of equivalents each (the stems
+    # of "dividido" and "divisão" differ): a part is covered, or answered by the list under a heading, through
+    # them ("what changed afterwards" by "Actions taken by Legal and Operations:"). Never used to search.
+    synonyms: tuple[tuple[str, ...], ...] = ()
 
 
 @dataclass(frozen=True)

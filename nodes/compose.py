@@ -270,14 +270,15 @@ def part_leads(hits: dict[str, SearchResult], chunks: list[Chunk]) -> dict[str, 
     return leads
 
 
-def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer) -> list[str]:
+def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer,
+                    synonyms: Sequence[Sequence[str]] = ()) -> list[str]:
     """The parts of a split question that nothing retrieved speaks of: a part with two or more terms of
-    its own (not shared with another part) none of which any relevant chunk holds."""
+    its own (not shared with another part) none of which any relevant chunk holds, itself or by a synonym."""
     if len(parts) < 2:
         return []
     present: set[int] = set()
     for c in chunks:
-        present |= analyzer.terms(c["content"], language)
+        present |= analyzer.terms(with_synonyms(c["content"], synonyms), language)
     terms = [analyzer.terms(p, language) for p in parts]
     out = []
     for i, part in enumerate(parts):
@@ -328,6 +329,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         return ExtractiveAnswer([], None, False, [])
     form = question_form(question, language, policy.languages.question_cues)
     parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
+    cues = policy.languages.question_cues.get(language)
+    synonyms = cues.synonyms if cues else ()
     doc_titles = document_titles(chunks)
     # Nothing of another period than the question names, the direct answer included.
     found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance)
@@ -356,9 +359,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
             passage = passage_points(candidates, chunks, picked[0], question, cfg.direct.passage_sentences)
             picked = take_in_order(passage + picked[1:], max_points, cfg.max_answer_chars)
         # A part that a heading names is answered by the list under it (its items hold none of its words).
-        cues = policy.languages.question_cues.get(language)
-        for part_index, heading, items in listed_points(parts, chunks, candidates, words, titles,
-                                                        cues.heading_synonyms if cues else ()):
+        for part_index, heading, items in listed_points(parts, chunks, candidates, words, titles, synonyms):
             fresh = [c for c in items if all(c.text != p.text for p in picked)]
             if not fresh:
                 continue
@@ -391,7 +392,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     lines += [f"- {_cite(' '.join(filter(None, [lead_in.get(id(c)), c.text])), [c.doc_id])}" for c in picked]
     # A part answered by the list under a heading that names it is covered, whatever words the list uses.
     by_list = {parts[i] for i in listed.values()}
-    uncovered = [p for p in uncovered_parts(parts, chunks, language, analyzer) if p not in by_list]
+    uncovered = [p for p in uncovered_parts(parts, chunks, language, analyzer, synonyms) if p not in by_list]
     # A part's words cannot be looked for in text of another language. A part nothing in the question's
     # language covers is pointed to the best text in another language its own search found ("a taxa atual
     # de devolução": the English returns report); with other evidence in another language at hand, no
@@ -408,7 +409,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     unanswered = [*missing, *elsewhere]
     complete = not unanswered and answers_every_part([p for p in parts or [question] if p not in by_list] or [question],
                                                      read + picked, found is not None, words, titles, language,
-                                                     policy.languages.question_cues)
+                                                     policy.languages.question_cues, synonyms)
     return ExtractiveAnswer(lines, found, complete, unanswered)
 
 
@@ -430,15 +431,18 @@ def unanswered_words(parts: list[str], read: list[Candidate], words: QuestionWor
 
 
 def answers_every_part(parts: list[str], said: list[Candidate], direct: bool, words: QuestionWords,
-                       titles: dict[str, frozenset[int]], language: str, cues) -> bool:
+                       titles: dict[str, frozenset[int]], language: str, cues,
+                       synonyms: Sequence[Sequence[str]] = ()) -> bool:
     """Nothing the question asks is left unsaid: a question asking for a value, date, name or yes/no has
     its `direct` answer, and the answer's sentences (`said`: the direct answer's and the points), with their
     documents' titles, hold every word of every part of the question, the words of its cue aside ("share"
     of "what share", "fast" of "how fast") — but one, when a direct answer vouches for the part ("came"
-    of "what share of revenue came from the app": 15.1%)."""
+    of "what share of revenue came from the app": 15.1%). A word is held through its `synonyms` too."""
     if not said or (not direct and question_form(" ".join(parts), language, cues).wants_short_answer):
         return False
     held = held_with_titles(said, titles)
+    if synonyms:
+        held |= frozenset().union(*(words.held(with_synonyms(c.text, synonyms)) for c in said))
     spare = 1 if direct else 0
     return all(len(words.held(part) - words.held(question_form(part, language, cues).cue) - held) <= spare
                for part in parts)

@@ -264,7 +264,7 @@ def test_a_part_routes_only_where_the_question_was_routed_by_its_words(policy):
 
 def test_a_part_a_heading_names_by_a_synonym_is_answered_by_its_list(ask):
     # "what changed afterwards": no word of it is in the Procon-PR summary, whose "Actions taken by Legal and
-    # Operations:" lists what changed (the policy's heading_synonyms: changed ~ actions).
+    # Operations:" lists what changed (the policy's synonyms: changed ~ actions).
     state = ask("How much was Acme fined by Procon-PR over its exchange policy, and what changed afterwards?")
     lines = state["answer"].splitlines()
     assert state["direct_answer"] == "R$ 86.500,00"
@@ -272,6 +272,14 @@ def test_a_part_a_heading_names_by_a_synonym_is_answered_by_its_list(ask):
                for line in lines), state["answer"]
     assert any("New checkout signage" in line for line in lines) and "do not cover" not in state["answer"]
     assert state["verdict"]["final_decision"] == "OK", state["verdict"]
+
+
+def test_a_part_said_through_a_synonym_is_not_reported_unaddressed(ask):
+    # "como ele está dividido" is answered by "com nova divisão: TikTok (35%), …": the stems differ, the
+    # policy's synonyms ring joins them, and the judge no longer says the part is not addressed.
+    state = ask("Qual é o orçamento de mídia do playbook de inverno 2026 e como ele está dividido?")
+    assert "nova divisão" in state["answer"] and "não cobrem" not in state["answer"]
+    assert "not addressed" not in state["verdict"]["reasoning"]["utility"], state["verdict"]["reasoning"]
 
 
 def test_with_synonyms_adds_the_ring_of_a_word_the_text_holds():

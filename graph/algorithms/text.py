@@ -174,7 +174,7 @@ def words(text: str) -> list[str]:
 
 def with_synonyms(text: str, synonyms: Sequence[Sequence[str]]) -> str:
     """`text`, followed by every word of each synonym ring one of its words belongs to (the policy's
-    `heading_synonyms`: "Actions taken" then holds "changed")."""
+    `languages.question_cues.<lang>.synonyms`: "Actions taken" then holds "changed")."""
     held = {fold(w) for w in words(text)}
     extra = [w for ring in synonyms if held & {fold(x) for x in ring} for w in ring]
     return f"{text} {' '.join(extra)}" if extra else text
