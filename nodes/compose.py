@@ -46,7 +46,6 @@ from graph.algorithms.direct_answer import (
     rankings,
     states_answer,
 )
-from graph.algorithms.fusion import fused_ids
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import block_after, claim_sentences
 from graph.algorithms.question_form import KINDS, question_form
@@ -259,14 +258,16 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     return picked
 
 
-def part_leads(hits: dict[str, SearchResult], chunks: list[Chunk]) -> dict[str, list[Chunk]]:
-    """For each part of a split question, `chunks` in its own search's fused order (those it found)."""
+def part_leads(hits: dict[str, SearchResult], chunks: list[Chunk]) -> dict[str, Chunk]:
+    """For each part of a split question, the first of `chunks` in its own search's dense list: by meaning,
+    which (unlike words) reaches across languages."""
     by_point = {c.get("pointId"): c for c in chunks}
-    leads: dict[str, list[Chunk]] = {}
+    leads: dict[str, Chunk] = {}
     for result in hits.values():
         if result.get("kind") == "sub_query" and result["sub_query"] not in leads:
-            order = fused_ids([result.get("dense") or [], result.get("lexical") or []])
-            leads[result["sub_query"]] = [by_point[point] for point, _ in order if point in by_point]
+            lead = next((by_point[h["pointId"]] for h in result.get("dense") or [] if h.get("pointId") in by_point), None)
+            if lead is not None:
+                leads[result["sub_query"]] = lead
     return leads
 
 
@@ -313,13 +314,13 @@ class ExtractiveAnswer(NamedTuple):
 
 def extractive_answer(question: str, sub_queries: list[str], language: str, chunks: list[Chunk], analyzer: Analyzer,
                       policy, relevance: Callable[[list[str]], list[float]] | None = None,
-                      part_leads: dict[str, list[Chunk]] | None = None) -> ExtractiveAnswer:
+                      part_leads: dict[str, Chunk] | None = None) -> ExtractiveAnswer:
     """The deterministic answer: the direct answer first (when the evidence gives one), then only the
     points that support it or answer another part of the question, then the parts nothing covers.
     `relevance` (`meaning_relevance`, for evidence in another language): sentences are ranked and
-    chosen by meaning as well as by words. `part_leads` (`part_leads`): the chunks each part's own
-    search found, best first; a part nothing in the question's language covers is pointed to the first
-    of them in another language, rather than said missing."""
+    chosen by meaning as well as by words. `part_leads` (`part_leads`): the chunk each part's own search
+    ranked first by meaning; a part nothing in the question's language covers, whose lead is in another
+    language, is pointed to that document rather than said missing."""
     cfg = policy.compose
     words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language)
     # The direct answer reads each sentence with its document's title; the points do not (a title that
@@ -393,15 +394,21 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     # A part answered by the list under a heading that names it is covered, whatever words the list uses.
     by_list = {parts[i] for i in listed.values()}
     uncovered = [p for p in uncovered_parts(parts, chunks, language, analyzer, synonyms) if p not in by_list]
-    # A part's words cannot be looked for in text of another language. A part nothing in the question's
-    # language covers is pointed to the best text in another language its own search found ("a taxa atual
-    # de devolução": the English returns report); with other evidence in another language at hand, no
-    # other part is named missing (it may hold the part too).
-    found_for = part_leads or {}
-    elsewhere = {p: lead for p in uncovered
-                 if (lead := next((c for c in found_for.get(p, []) if in_another_language(c, language)), None))}
-    missing = ([] if any(in_another_language(c, language) for c in chunks)
-               else [p for p in uncovered if p not in elsewhere])
+    # A part's words cannot be looked for in text of another language. When the answer was chosen by meaning
+    # (its best evidence is in another language), such text may hold any part: none is named missing.
+    # Otherwise a part nothing in the question's language covers is pointed to the text in another language
+    # its own search ranked first by meaning ("a taxa atual de devolução": the English returns report), or,
+    # when that search ranked text in the question's language first, named missing.
+    leads = part_leads or {}
+    elsewhere: dict[str, Chunk] = {}
+    missing: list[str] = []
+    if relevance is None or not any(in_another_language(c, language) for c in chunks):
+        for part in uncovered:
+            lead = leads.get(part)
+            if lead is not None and in_another_language(lead, language):
+                elsewhere[part] = lead
+            elif lead is not None or not any(in_another_language(c, language) for c in chunks):
+                missing.append(part)
     if missing:
         lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]
     for part, lead in elsewhere.items():

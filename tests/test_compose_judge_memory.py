@@ -450,3 +450,30 @@ def test_a_value_question_about_a_measure_no_document_holds_gets_coverage_none(t
     paid = [mk("pay", 0.8, content="The average salary of store sellers was R$ 2.900,00 in 2025.", header="Pay")]
     out = _compose(tmp_path, "What is the average salary of the store sellers?", paid)
     assert out["direct_answer"] == "R$ 2.900,00" and out["coverage_level"] != "none"
+
+
+def test_a_part_no_text_in_the_questions_language_covers_is_pointed_to_or_named_by_its_own_lead(policy):
+    from graph.algorithms.text import get_analyzer
+    from nodes.compose import extractive_answer
+
+    sales = mk("vendas-2025", 0.9, content="As vendas de inverno de 2025 somaram R$ 118 milhões, alta de 7,9%.",
+               language="pt")
+    report = mk("returns-2025", 0.6, content="Returns reached 9.8% of web orders in 2025.", language="en")
+    question = "Quanto somaram as vendas de inverno de 2025 e qual foi a taxa de devolução online?"
+    parts = ["Quanto somaram as vendas de inverno de 2025", "qual foi a taxa de devolução online"]
+
+    def answer(lead: dict | None) -> list[str]:
+        leads = {parts[1]: lead} if lead else {}
+        return extractive_answer(question, parts, "pt", [sales, report], get_analyzer(policy), policy,
+                                 part_leads=leads).lines
+
+    # The rate part's own search ranked the English report first by meaning: the answer points to it.
+    pointed = answer(report)
+    assert matches_phrase(pointed[-1], "pt", "part_in_other_language") and "[returns-2025]" in pointed[-1]
+    assert not any(matches_phrase(line, "pt", "missing_part") for line in pointed)
+    # It ranked Portuguese text first, and none holds its words: the part is named missing.
+    named = answer(sales)
+    assert matches_phrase(named[-1], "pt", "missing_part") and "«qual foi a taxa de devolução online»" in named[-1]
+    # No search of its own to go by, with text in another language at hand: nothing is claimed either way.
+    silent = answer(None)
+    assert not any(matches_phrase(line, "pt", k) for line in silent for k in ("missing_part", "part_in_other_language"))
