@@ -440,6 +440,11 @@ class QuestionCues:
     yes_no: tuple[str, ...] = ()          # auxiliaries that open a yes/no question: "does", "é verdade que"
     open: tuple[str, ...] = ()            # an explanation or description: "how", "why", "o que"
     compare: tuple[str, ...] = ()         # anywhere: the question sets two things side by side
+    # A question asking how to do something ("how to lower the CPC", "como otimizar o CPC"): its cues, and the
+    # form the first word after one must have to be the act asked about (a regular expression on the folded
+    # word: Portuguese infinitives; empty: any word). Nothing said about that act means the part is missing.
+    method: tuple[str, ...] = ()
+    method_verb: str | None = None
     quantity_words: tuple[str, ...] = ()  # "which/what <budget>" asks for a value
     time_words: tuple[str, ...] = ()      # "which <year>" asks for a date or period
     share_words: tuple[str, ...] = ()     # anywhere: the value asked is a percentage ("what share")

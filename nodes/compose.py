@@ -48,7 +48,7 @@ from graph.algorithms.direct_answer import (
 )
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import block_after, claim_sentences
-from graph.algorithms.question_form import KINDS, question_form
+from graph.algorithms.question_form import KINDS, asked_act, question_form
 from graph.algorithms.text import (
     YEAR,
     Analyzer,
@@ -272,9 +272,11 @@ def part_leads(hits: dict[str, SearchResult], chunks: list[Chunk]) -> dict[str, 
 
 
 def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer,
-                    synonyms: Sequence[Sequence[str]] = ()) -> list[str]:
+                    synonyms: Sequence[Sequence[str]] = (), cues=None) -> list[str]:
     """The parts of a split question that nothing retrieved speaks of: a part with two or more terms of
-    its own (not shared with another part) none of which any relevant chunk holds, itself or by a synonym."""
+    its own (not shared with another part) none of which any relevant chunk holds, itself or by a synonym;
+    and a part asking how to do something whose act no relevant chunk names ("otimizar" of "como otimizar o
+    CPC": the CPC is reported, how to lower it is not; `asked_act`, by the policy's question `cues`)."""
     if len(parts) < 2:
         return []
     present: set[int] = set()
@@ -284,7 +286,8 @@ def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyz
     out = []
     for i, part in enumerate(parts):
         own = terms[i] - set().union(*(t for j, t in enumerate(terms) if j != i))
-        if len(own) >= 2 and not own & present:
+        act = asked_act(part, language, cues) if cues is not None else None
+        if (len(own) >= 2 and not own & present) or (act and not analyzer.terms(act, language) & present):
             out.append(part)
     return out
 
@@ -393,7 +396,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     lines += [f"- {_cite(' '.join(filter(None, [lead_in.get(id(c)), c.text])), [c.doc_id])}" for c in picked]
     # A part answered by the list under a heading that names it is covered, whatever words the list uses.
     by_list = {parts[i] for i in listed.values()}
-    uncovered = [p for p in uncovered_parts(parts, chunks, language, analyzer, synonyms) if p not in by_list]
+    uncovered = [p for p in uncovered_parts(parts, chunks, language, analyzer, synonyms, policy.languages.question_cues)
+                 if p not in by_list]
     # A part's words cannot be looked for in text of another language. When the answer was chosen by meaning
     # (its best evidence is in another language), such text may hold any part: none is named missing.
     # Otherwise a part nothing in the question's language covers is pointed to the text in another language

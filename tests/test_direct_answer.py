@@ -9,7 +9,7 @@ import pytest
 from conftest import matches_phrase
 
 from graph.algorithms.direct_answer import QuestionWords, direct_answer, rank_sentences
-from graph.algorithms.question_form import question_form
+from graph.algorithms.question_form import asked_act, question_form
 from graph.algorithms.routing import part_routes
 from graph.algorithms.text import get_analyzer, with_synonyms
 from graph.policy import load_policy
@@ -280,6 +280,21 @@ def test_a_part_said_through_a_synonym_is_not_reported_unaddressed(ask):
     state = ask("Qual é o orçamento de mídia do playbook de inverno 2026 e como ele está dividido?")
     assert "nova divisão" in state["answer"] and "não cobrem" not in state["answer"]
     assert "not addressed" not in state["verdict"]["reasoning"]["utility"], state["verdict"]["reasoning"]
+
+
+def test_a_part_asking_how_to_do_what_no_document_names_is_missing(ask, policy):
+    cues = policy.languages.question_cues
+    assert asked_act("como otimizar o CPC", "pt", cues) == "otimizar"
+    assert asked_act("how can we reduce returns", "en", cues) == "reduce"
+    # Not a question about how to do something: what happened, or how something is.
+    assert asked_act("como evoluiu o engajamento", "pt", cues) is None
+    assert asked_act("como ele está dividido", "pt", cues) is None
+    assert asked_act("how did engagement evolve", "en", cues) is None
+    # The campaign report gives the CPC, nothing says how to lower it: the answer says so instead of passing.
+    state = ask("Qual foi o ROAS da campanha no TikTok e como otimizar o CPC?")
+    assert state["direct_answer"] == "ROAS 4,2"
+    assert state["answer"].splitlines()[-1] == "Os documentos não cobrem: «como otimizar o CPC»."
+    assert state["verdict"]["final_decision"] == "WARNING"
 
 
 def test_with_synonyms_adds_the_ring_of_a_word_the_text_holds():

@@ -73,6 +73,21 @@ def _cues_for(language: str, cues: Mapping[str, QuestionCues]) -> QuestionCues |
     return cues.get(language) or next(iter(cues.values()), None)
 
 
+def asked_act(question: str, language: str, cues: Mapping[str, QuestionCues]) -> str | None:
+    """The act a question asking how to do something is about: the word after one of its language's `method`
+    cues at its start ("otimizar" of "como otimizar o CPC"; "lower" of "how to lower the CPC"), if it has the
+    form `method_verb` asks for; None for any other question ("como evoluiu o engajamento" asks what happened)."""
+    lexicon = _cues_for(language, cues)
+    if lexicon is None or not lexicon.method:
+        return None
+    text = fold(question).strip()
+    for cue in sorted(lexicon.method, key=len, reverse=True):
+        m = re.match(r"\s+".join(map(re.escape, fold(cue).split())) + r"\s+(\w+)", text)
+        if m and (not lexicon.method_verb or re.search(lexicon.method_verb, m.group(1))):
+            return m.group(1)
+    return None
+
+
 def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]) -> QuestionForm:
     """The form of `question` by the cue lists of its language (the policy's `languages.question_cues`)."""
     lexicon = _cues_for(language, cues)
