@@ -56,6 +56,7 @@ from graph.algorithms.text import (
     fold,
     get_analyzer,
     has_any_phrase,
+    ring_mates,
     strip_citations,
     with_synonyms,
 )
@@ -281,7 +282,9 @@ def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyz
         return []
     present: set[int] = set()
     for c in chunks:
-        present |= analyzer.terms(with_synonyms(c["content"], synonyms), language)
+        # The content's own terms (cached by the analyzer), and those of its synonyms.
+        present |= analyzer.terms(c["content"], language) | analyzer.terms(" ".join(ring_mates(c["content"], synonyms)),
+                                                                           language)
     terms = [analyzer.terms(p, language) for p in parts]
     out = []
     for i, part in enumerate(parts):
@@ -404,14 +407,15 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     # its own search ranked first by meaning ("a taxa atual de devolução": the English returns report), or,
     # when that search ranked text in the question's language first, named missing.
     leads = part_leads or {}
+    other_language_at_hand = any(in_another_language(c, language) for c in chunks)
     elsewhere: dict[str, Chunk] = {}
     missing: list[str] = []
-    if relevance is None or not any(in_another_language(c, language) for c in chunks):
+    if relevance is None or not other_language_at_hand:
         for part in uncovered:
             lead = leads.get(part)
             if lead is not None and in_another_language(lead, language):
                 elsewhere[part] = lead
-            elif lead is not None or not any(in_another_language(c, language) for c in chunks):
+            elif lead is not None or not other_language_at_hand:
                 missing.append(part)
     if missing:
         lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]

@@ -77,7 +77,7 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
         policy = run_policy(state.get("rag"), ctx)
         if "complex" not in info:  # called on its own, without route_gate's assessment
             info.update(assess(question, policy))
-        sub_queries = [question]
+        sub_queries, method = [question], "rules"
         if info.get("complex"):
             # Values the question names (a source, ...) are kept whole: the sub-query that names one
             # is searched within it (see retrieve).
@@ -89,26 +89,22 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
                 except Exception as exc:  # the split goes on without them: a named value may be cut
                     errors.append(f"decompose: values the question names unavailable ({failure_reason(exc)}); "
                                   "split without them")
-            llm = None
             try:
                 llm = chat_model(ctx)
                 if llm is not None:
                     sub_queries = llm_sub_queries(llm, ctx.chat_model, question, language, policy)
-                    info.update(decomposed=True, method="llm")
-                    return {"sub_queries": sub_queries, "decomposition": info,
-                            "part_routes": part_routes(sub_queries, rag.get("intent"), rag.get("intent_source", ""),
-                                                       policy),
-                            **({"errors": errors} if errors else {})}
+                    method = "llm"
             except Exception as exc:  # the rules below are the fallback, and the reason is kept
                 info["llm_error"] = failure_reason(exc)
                 errors.append(f"decompose: chat model unusable ({info['llm_error']}); rule-based split")
-            sub_queries = split_question(question, policy, language, [v for vs in named.values() for v in vs])
+            if method != "llm":
+                sub_queries = split_question(question, policy, language, [v for vs in named.values() for v in vs])
     except Exception as exc:  # any failure (policy, splitter): the original question stands
         info.update(decomposed=False, method="fallback", error=f"decomposition failed, using the original question: {exc}")
         return {"sub_queries": [question], "decomposition": info,
                 "errors": [*errors, f"decompose: {failure_reason(exc)}; the original question is searched"]}
     decomposed = len(sub_queries) >= 2
-    info.update(decomposed=decomposed, method="rules" if decomposed else "none")
+    info.update(decomposed=decomposed, method=method if decomposed else "none")
     if info.get("complex") and not decomposed:
         info["note"] = "complex, but no split gave two independent sub-queries: using the original question"
     rag = state.get("rag") or {}

@@ -33,7 +33,7 @@ from langgraph.runtime import Runtime
 
 from graph.algorithms.fusion import fused_ids
 from graph.algorithms.passages import best_sentence_match, best_window
-from graph.algorithms.text import get_analyzer, instruction_matcher, strip_instructions
+from graph.algorithms.text import get_analyzer, instruction_matcher, is_number, strip_instructions
 from graph.context import Context
 from graph.policy import LongQuestions, ModelRerankSettings, RerankSettings, RerankWeights
 from graph.providers.relevance import choose_relevance, relevance_scorer
@@ -210,7 +210,7 @@ def engine_features(chunks: list[Chunk], ctx: Context, index: VectorIndex, polic
                 continue
             similarity = getattr(features, "similarity", None)
             matched, met = getattr(features, "matched_terms", None), getattr(features, "flags", None)
-            if similarity is not None and not (_number(similarity) and -1.0001 <= similarity <= 1.0001):
+            if similarity is not None and not (is_number(similarity) and -1.0001 <= similarity <= 1.0001):
                 similarity, malformed = None, malformed + 1
             if not isinstance(matched, list) or not all(t in question_terms for t in matched):
                 matched, malformed = [], malformed + 1
@@ -221,10 +221,6 @@ def engine_features(chunks: list[Chunk], ctx: Context, index: VectorIndex, polic
         problems.append(f"rerank: the vector engine returned {malformed} malformed candidate feature(s) "
                         "(similarity, terms, flags): ignored")
     return answered
-
-
-def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def sentence_evidence(chunks: list[Chunk], parts: list[set[int]], share: float, settings: LongQuestions,

@@ -21,13 +21,11 @@ degradation: the run stops with that error rather than answering from nothing.
 
 from __future__ import annotations
 
-import math
-
 from langgraph.runtime import Runtime
 from langgraph.types import Send
 
 from graph.algorithms.scoping import mentioned_filters, scope_to_mentions, unheld_sources
-from graph.algorithms.text import get_analyzer
+from graph.algorithms.text import get_analyzer, is_number
 from graph.context import Context
 from graph.providers.resources import bounded_index, get_resources
 from graph.providers.specs import failure_reason
@@ -71,10 +69,6 @@ def to_chunk(hit: SearchHit, collection: str) -> Chunk:
     )
 
 
-def _number(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def well_formed(hits, problems: list[str]) -> list[SearchHit]:
     """The hits a ranking can use: an id and a finite score. What was dropped is added to `problems`."""
     if not isinstance(hits, (list, tuple)):
@@ -83,12 +77,12 @@ def well_formed(hits, problems: list[str]) -> list[SearchHit]:
     kept, dropped = [], 0
     for hit in hits:
         pid, score = getattr(hit, "point_id", None), getattr(hit, "score", None)
-        if type(pid) is str and pid and _number(score):
+        if type(pid) is str and pid and is_number(score):
             kept.append(hit)  # the engine's own hits take this path: no copy
             continue
         if isinstance(pid, int) and not isinstance(pid, bool):
             pid = str(pid)
-        if not isinstance(pid, str) or not pid or not _number(score):
+        if not isinstance(pid, str) or not pid or not is_number(score):
             dropped += 1
             continue
         kept.append(SearchHit(point_id=pid, score=float(score), rank=len(kept) + 1))

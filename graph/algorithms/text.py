@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -172,12 +173,24 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
-def with_synonyms(text: str, synonyms: Sequence[Sequence[str]]) -> str:
-    """`text`, followed by every word of each synonym ring one of its words belongs to (the policy's
-    `languages.question_cues.<lang>.synonyms`: "Actions taken" then holds "changed")."""
+def ring_mates(text: str, synonyms: Sequence[Sequence[str]]) -> list[str]:
+    """Every word of each synonym ring one of `text`'s words belongs to (the policy's
+    `languages.question_cues.<lang>.synonyms`: "Actions taken" brings "changed")."""
+    if not synonyms:
+        return []
     held = {fold(w) for w in words(text)}
-    extra = [w for ring in synonyms if held & {fold(x) for x in ring} for w in ring]
+    return [w for ring in synonyms if held & {fold(x) for x in ring} for w in ring]
+
+
+def with_synonyms(text: str, synonyms: Sequence[Sequence[str]]) -> str:
+    """`text`, followed by its `ring_mates`: "Actions taken" then holds "changed"."""
+    extra = ring_mates(text, synonyms)
     return f"{text} {' '.join(extra)}" if extra else text
+
+
+def is_number(x: object) -> bool:
+    """A finite int or float, and not a bool: what an engine or a provider must give as a score."""
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 # --- lexical terms -------------------------------------------------------------------------

@@ -11,10 +11,10 @@ logit of 7.3) fails the call, which the rerank node records before falling back 
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 from graph import settings
+from graph.algorithms.text import is_number
 from graph.providers.specs import RERANK_PROVIDERS, env_required, parse_spec
 
 
@@ -49,8 +49,7 @@ def check_rerank_reply(reply: Any, documents: int) -> None:
         index, score = getattr(result, "index", None), getattr(result, "relevance_score", None)
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < documents or index in seen:
             raise ValueError(f"unusable rerank reply: index {index!r} for {documents} documents")
-        if (not isinstance(score, (int, float)) or isinstance(score, bool) or not math.isfinite(score)
-                or not 0 <= score <= 1):
+        if not is_number(score) or not 0 <= score <= 1:
             raise ValueError(f"unusable rerank reply: relevance_score {score!r} is not a number between 0 and 1")
         seen.add(index)
 

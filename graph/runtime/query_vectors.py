@@ -22,11 +22,8 @@ def vectors_by_collection(ctx: Context, index, collections: list[str], text: str
     by_model: dict[str, list[float] | None] = {}
     out: dict[str, list[float] | None] = {}
     for collection in collections:
-        try:
-            manifest = index.manifest(collection)
-        except Exception:  # the search itself will fail, and say why
-            manifest = None
-        if manifest is None:
+        manifest = collection_manifest(index, collection)
+        if not manifest:
             out[collection] = None
             continue
         try:
