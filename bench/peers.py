@@ -27,6 +27,14 @@ fact recall@10, all-evidence@10 (non-null queries), BEIR nDCG@10 / R@10 / MRR@10
 time of one retrieval call (the graph's invoke for ragate, `retriever.invoke` for the peers), with the
 query-vector cache emptied before each system's pass, after one untimed warm-up query per system.
 
+Paired latency: one pass apart from those, in which every query goes through ragate full, the LangChain hybrid
+and BM25Retriever back to back, the order rotating from query to query (each system goes first, second and third
+equally often) and the query-vector caches emptied before every call. A pass per system measures each one at
+another moment, and on a shared VM the moments differ by more than the systems do (BM25Retriever alone has
+given 51 to 77 ms p50 on quiet runs); side by side, a slow moment slows all three. It reports each system's
+p50 / p95, ragate's p50 and p95 over each peer's with a 95% bootstrap interval (queries resampled), and the
+share of queries ragate answered first. `--no-paired` skips it.
+
     python bench/peers.py --dataset multihop-rag --corpus ../shared/datasets/multihop_rag --home /tmp/peers-home \\
         --out /tmp/peers-mh [--limit 50]
     python bench/peers.py --dataset beir --corpus ../shared/datasets/scifact --home /tmp/peers-home --out /tmp/peers-sf
@@ -35,8 +43,8 @@ The flags are `ragate eval retrieval`'s (--data-dir/--corpus/--queries/--qrels, 
 --intent, --home, --policy, --embedding-model, --rerank-model, --chunk-tokens, --overlap-tokens, --quiet, --out), so a
 `--home` that `ragate eval retrieval` already used reuses its collection. Needs `pip install -e ".[bench]"`.
 Output: one Markdown table on stdout; `--out DIR` writes DIR/peers.json (figures and settings),
-DIR/peers_per_query.jsonl (each system's top 10 chunk ids and metrics per query) and, as soon as the ragate
-passes end, DIR/ragate_results.json (the harness's own output).
+DIR/peers_per_query.jsonl (each system's top 10 chunk ids and metrics per query, and its paired latency) and,
+as soon as the ragate passes end, DIR/ragate_results.json (the harness's own output).
 """
 
 from __future__ import annotations
@@ -51,9 +59,9 @@ import shlex
 import sys
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -68,9 +76,11 @@ from graph import settings
 from graph.evaluation.datasets import DatasetError, load_dataset
 from graph.evaluation.ingest import EVAL_TENANT
 from graph.evaluation.metrics import aggregate, percentiles
-from graph.evaluation.runner import EvalError, base_context, run_retrieval, score_query
+from graph.evaluation.runner import (ABLATIONS, EvalError, base_context, forget_query_vectors, freeze_policy,
+                                     resolve_intent, run_retrieval, score_query)
+from graph.graph import compile_graph
 from graph.indexing.ingest import IngestError
-from graph.policy import PolicyError
+from graph.policy import PolicyError, load_policy
 from graph.providers.embeddings import get_embeddings
 from graph.providers.resources import get_resources
 from graph.providers.specs import ProviderError
@@ -93,6 +103,9 @@ TABLE_METRICS = {
     "squad": [("recall@1", "R@1"), ("recall@5", "R@5"), ("mrr@10", "MRR@10")],
 }
 WEIGHTS = (0.5, 0.5)
+# The systems of the paired latency pass, ragate first: the one the others are compared with.
+PAIRED = ("ragate full", "LangChain hybrid", "BM25Retriever")
+BOOTSTRAP_SAMPLES = 2000
 
 
 def word_tokens(text: str) -> list[str]:
@@ -281,6 +294,60 @@ def run_peer(name: str, retriever, dataset_name: str, queries, embeddings, top_n
     return run
 
 
+def paired_latency(callers: dict[str, Callable[[str], Any]], queries, forget: Callable[[], None],
+                   progress: bool) -> dict[str, list[float]]:
+    """Milliseconds of each system on each query, the systems run back to back per query. The order
+    rotates (query i starts with system i mod n), so no system always runs first, or right after the
+    one that warmed the caches; `forget()` empties the query-vector caches before every call, so every
+    system pays for embedding its question."""
+    names = list(callers)
+    for name in names:  # untimed first calls (imports, callbacks, lazy loads)
+        forget()
+        callers[name](queries[0].text)
+    latency: dict[str, list[float]] = {name: [] for name in names}
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(queries), desc=f"{'paired latency':>26}", unit="q", leave=True)
+    for i, q in enumerate(queries):
+        for j in range(len(names)):
+            name = names[(i + j) % len(names)]
+            forget()
+            started = time.perf_counter()
+            callers[name](q.text)
+            latency[name].append(round((time.perf_counter() - started) * 1000, 3))
+        if bar:
+            bar.update(1)
+    if bar:
+        bar.close()
+    return latency
+
+
+def paired_summary(latency: dict[str, list[float]], seed: int = 0) -> dict[str, Any]:
+    """Each system's p50 / p95 on the paired pass and, for each one after the first, the first's p50
+    and p95 divided by its own, with 95% intervals from resampling the queries (the same resample for
+    both systems: the pairs stay paired), and the share of queries the first answered sooner."""
+    import numpy as np
+
+    names = list(latency)
+    first = np.asarray(latency[names[0]], dtype=float)
+    rng = np.random.default_rng(seed)
+    resamples = rng.integers(0, len(first), size=(BOOTSTRAP_SAMPLES, len(first)))
+    out: dict[str, Any] = {"systems": {n: percentiles(latency[n]) for n in names}, "against": {}}
+    for name in names[1:]:
+        other = np.asarray(latency[name], dtype=float)
+        row: dict[str, Any] = {"faster_share": round(float((first < other).mean()), 3)}
+        for q in (50, 95):
+            ratio = np.percentile(first, q) / np.percentile(other, q)
+            boot = np.percentile(first[resamples], q, axis=1) / np.percentile(other[resamples], q, axis=1)
+            low, high = np.percentile(boot, [2.5, 97.5])
+            row[f"p{q}_ratio"] = round(float(ratio), 3)
+            row[f"p{q}_ratio_ci95"] = [round(float(low), 3), round(float(high), 3)]
+        out["against"][name] = row
+    return out
+
+
 def rounded(per_query: list[dict[str, float]], keys) -> dict[str, float | None]:
     agg = aggregate(per_query)
     return {k: (round(agg[k], 4) if k in agg else None) for k in keys}
@@ -319,6 +386,20 @@ def markdown(report: dict[str, Any]) -> str:
     lines += ["", f"k {s['k']} per list (each peer retriever returns k), first {s['top_n']} chunks scored; intent "
                   f"{s['intent']}; ragate reranker {s.get('rerank_model') or 'default'}; ensemble weights "
                   f"{s['weights']}; code `{report['code']}`, {report['machine']['nproc']} cores, {report['date']}."]
+    paired = report.get("paired_latency")
+    if paired:
+        first = next(iter(paired["systems"]))
+        lines += ["", f"Paired latency ({paired['n']} queries, every query through each system back to back, the order "
+                      "rotating; ratios with 95% bootstrap intervals):", "",
+                  f"| system | p50 ms | p95 ms | {first} p50 ÷ this | {first} p95 ÷ this | {first} sooner on |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for name, lat in paired["systems"].items():
+            row = paired["against"].get(name)
+            cells = ["—", "—", "—"] if row is None else [
+                f"{row['p50_ratio']:.2f} [{row['p50_ratio_ci95'][0]:.2f}, {row['p50_ratio_ci95'][1]:.2f}]",
+                f"{row['p95_ratio']:.2f} [{row['p95_ratio_ci95'][0]:.2f}, {row['p95_ratio_ci95'][1]:.2f}]",
+                f"{row['faster_share']:.0%}"]
+            lines.append(f"| {name} | {lat['p50']:.1f} | {lat['p95']:.1f} | " + " | ".join(cells) + " |")
     busy = {n: r["cpu"].get("others_busy") for n, r in report["systems"].items() if r.get("cpu")}
     if any(v is not None and v > 0.15 for v in busy.values()):
         lines.append("Warning: other processes kept the machine busy ("
@@ -353,6 +434,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rerank-model", dest="rerank_model", help="ragate's reranker (default: ragate's)")
     p.add_argument("--chunk-tokens", dest="chunk_tokens", type=int, help="ingest: chunk size in tokens")
     p.add_argument("--overlap-tokens", dest="overlap_tokens", type=int, help="ingest: tokens repeated between chunks")
+    p.add_argument("--no-paired", dest="paired", action="store_false",
+                   help="skip the paired latency pass (ragate full, the hybrid and BM25Retriever back to back per query)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--out", help="write peers.json and peers_per_query.jsonl to this folder")
     return p.parse_args(argv)
@@ -409,6 +492,24 @@ def main(argv: list[str] | None = None) -> int:
     peer_runs = {name: run_peer(name, r, dataset.name, queries, embeddings, args.top_n, progress)
                  for name, r in retrievers.items()}
 
+    # 4. Paired latency: ragate full and the two stock peers on each query back to back.
+    paired = None
+    if args.paired:
+        ragate_ctx = replace(ctx, **ABLATIONS["full"], **extra)
+        freeze_policy(ragate_ctx)  # the snapshot the harness ran on (the same digest, the same file)
+        intent = resolve_intent(args.intent, load_policy(ragate_ctx.policy_path))
+        graph = compile_graph(retrieval_only=True)
+        payload = {"intent": intent} if intent else {}
+
+        def forget() -> None:
+            forget_query_vectors(ragate_ctx)
+            embeddings.clear_query_cache()
+
+        callers = {"ragate full": lambda text: graph.invoke({"question": text, **payload}, context=ragate_ctx),
+                   **{name: retrievers[name].invoke for name in PAIRED[1:]}}
+        paired_ms = paired_latency(callers, queries, forget, progress)
+        paired = {"n": len(queries), **paired_summary(paired_ms)}
+
     keys = [k_ for k_, _ in TABLE_METRICS.get(dataset.name, [])]
     all_keys = ("hits@4", "hits@10", "mrr@10", "map@10", "fact_recall@10", "all_evidence@10", "doc_recall@10",
                 "ndcg@10", "recall@1", "recall@5", "recall@10")
@@ -444,6 +545,7 @@ def main(argv: list[str] | None = None) -> int:
         "ingest": results["ingest"],
         "peer_build": build,
         "ragate_errors": ragate["errors"],
+        "paired_latency": paired,
         "code": code_fingerprint(),
         "date": started_at,
         "command": shlex.join([sys.executable, "bench/peers.py", *(argv if argv is not None else sys.argv[1:])]),
@@ -463,6 +565,8 @@ def main(argv: list[str] | None = None) -> int:
                     line[name] = {"metrics": row[ab]["metrics"], "top10": row[ab]["top10"]}
                 for name, r in peer_runs.items():
                     line[name] = {"metrics": r.per_query[i], "top10": r.top10[i]}
+                if paired:
+                    line["paired_latency_ms"] = {name: paired_ms[name][i] for name in paired_ms}
                 fh.write(json.dumps(line, ensure_ascii=False) + "\n")
         print(f"wrote {out / 'peers.json'}, {out / 'peers_per_query.jsonl'}")
     return 0

@@ -342,10 +342,19 @@ def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex, problems: 
     return out
 
 
-def apply_budgets(chunks: list[Chunk], min_score: float, max_chunks: int, max_context_chars: int) -> list[Chunk]:
+def apply_budgets(chunks: list[Chunk], min_score: float, max_chunks: int, max_context_chars: int,
+                  screen=None) -> list[Chunk]:
+    """The chunks compose gets: best first, at least `min_score`, at most `max_chunks` of them and
+    `max_context_chars` of text (a chunk too long for what is left is passed over for a shorter one).
+    `screen(chunk)` (the text as it may be handed on, or None to drop it) runs only on chunks that can
+    still be kept: a cut chunk is never read."""
     kept, used = [], 0
     for chunk in chunks:
-        if chunk["rerankScore"] < min_score or len(kept) >= max_chunks:
+        if len(kept) >= max_chunks:
+            break
+        if chunk["rerankScore"] < min_score:
+            continue
+        if screen is not None and (chunk := screen(chunk)) is None:
             continue
         size = len(chunk["content"])
         if kept and used + size > max_context_chars:
@@ -357,23 +366,24 @@ def apply_budgets(chunks: list[Chunk], min_score: float, max_chunks: int, max_co
     return kept
 
 
-def quarantine_instructions(chunks: list[Chunk], matcher) -> tuple[list[Chunk], list[str]]:
+def instruction_screen(matcher, notes: list[str]):
     """Document text is data: sentences addressed to a model (the policy's
     `documents.instruction_patterns`) are removed before the composer, the judge or a model reads the
-    chunk. A chunk left with headings only is dropped: it must not raise the coverage level either."""
-    kept, notes = [], []
-    for chunk in chunks:
+    chunk. The screen returns the chunk with them removed (noted in `notes`), or None when only
+    headings are left: such a chunk must not raise the coverage level either."""
+    def screen(chunk: Chunk) -> Chunk | None:
         text, removed = strip_instructions(chunk.get("content", ""), matcher)
-        if removed:
-            # A heading has no closing punctuation and is short; anything else is a statement.
-            states_something = any(line.strip() and (line.rstrip()[-1] in ".!?:;" or len(line.split()) >= 15)
-                                   for line in text.splitlines())
-            notes.append(f"{chunk.get('id')} ({removed} sentence(s){'' if states_something else ', chunk dropped'})")
-            if not states_something:
-                continue
-            chunk["content"] = text
-        kept.append(chunk)
-    return kept, notes
+        if not removed:
+            return chunk
+        # A heading has no closing punctuation and is short; anything else is a statement.
+        states_something = any(line.strip() and (line.rstrip()[-1] in ".!?:;" or len(line.split()) >= 15)
+                               for line in text.splitlines())
+        notes.append(f"{chunk.get('id')} ({removed} sentence(s){'' if states_something else ', chunk dropped'})")
+        if not states_something:
+            return None
+        chunk["content"] = text
+        return chunk
+    return screen
 
 
 @timed("rerank")
@@ -435,15 +445,18 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         errors.append(f"rerank: the vector engine did not return the chunks' texts ({failure_reason(exc)}); "
                       "no chunk kept")
         ranked = []
-    ranked, quarantined = quarantine_instructions(ranked, instruction_matcher(policy.documents.instruction_patterns))
-    if quarantined:
-        errors = errors + [f"rerank: text addressed to a model removed from {', '.join(quarantined)} (prompt injection)"]
     # Each chunk carries the relevance floor of its embedding model's scale, for the composer.
     for chunk in ranked:
         floor = settings_of.get(chunk.get("collection", ""), cfg.for_model(None)).relevance_floor
         if floor is not None:
             chunk["relevanceFloor"] = floor
-    update = {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"])}
+    # Text addressed to a model is looked for in the chunks that are kept, as they are kept.
+    quarantined: list[str] = []
+    update = {"reranked": apply_budgets(ranked, profile["min_score"], max_chunks, profile["max_context_chars"],
+                                        instruction_screen(instruction_matcher(policy.documents.instruction_patterns),
+                                                           quarantined))}
+    if quarantined:
+        errors = errors + [f"rerank: text addressed to a model removed from {', '.join(quarantined)} (prompt injection)"]
     return {**update, "errors": errors} if errors else update
 
 

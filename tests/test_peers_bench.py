@@ -91,6 +91,45 @@ def test_every_system_on_the_same_chunks_and_queries(peers, tmp_path, capsys):
     for name in ("ragate full", "LangChain hybrid", "LangChain dense"):
         assert report["systems"][name]["metrics"]["fact_recall@10"] == 1.0, name
     assert "| ragate full |" in printed and "| LangChain hybrid |" in printed and "| BM25Retriever |" in printed
+    paired = report["paired_latency"]
+    assert paired["n"] == 2 and list(paired["systems"]) == list(peers.PAIRED)
+    assert set(paired["against"]) == set(peers.PAIRED[1:])
+    for row in paired["against"].values():
+        low, high = row["p50_ratio_ci95"]
+        assert low <= row["p50_ratio"] <= high and 0.0 <= row["faster_share"] <= 1.0
+    assert "Paired latency (2 queries" in printed
     rows = [json.loads(line) for line in (out / "peers_per_query.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and set(peers.SYSTEMS) <= set(rows[0])
+    assert set(rows[0]["paired_latency_ms"]) == set(peers.PAIRED)
     assert all(cid.split("#")[0] for cid in rows[0]["LangChain hybrid"]["top10"])
+
+
+def test_paired_latency_rotates_the_order_and_forgets_query_vectors_before_every_call(peers):
+    calls: list[str] = []
+    forgotten: list[int] = []
+
+    def caller(name):
+        return lambda text: calls.append(f"{name}:{text}")
+
+    queries = [type("Q", (), {"text": t})() for t in ("q0", "q1", "q2")]
+    latency = peers.paired_latency({n: caller(n) for n in "abc"}, queries, lambda: forgotten.append(len(calls)), False)
+    assert calls[:3] == ["a:q0", "b:q0", "c:q0"]  # untimed first calls
+    assert calls[3:] == ["a:q0", "b:q0", "c:q0", "b:q1", "c:q1", "a:q1", "c:q2", "a:q2", "b:q2"]
+    assert forgotten == list(range(len(calls)))  # emptied before each call, never twice in a row
+    assert {n: len(v) for n, v in latency.items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def test_paired_summary_ratios_and_intervals(peers):
+    fast = [10.0, 20.0, 30.0, 40.0, 50.0]
+    slow = [20.0, 40.0, 60.0, 80.0, 100.0]
+    summary = peers.paired_summary({"ragate full": fast, "BM25Retriever": slow})
+    row = summary["against"]["BM25Retriever"]
+    assert row["p50_ratio"] == 0.5 and row["faster_share"] == 1.0
+    low, high = row["p50_ratio_ci95"]
+    assert low == high == 0.5  # every pair is exactly half: every resample is too
+    assert summary["systems"]["ragate full"]["p50"] == 30.0
+    mixed = peers.paired_summary({"ragate full": [10.0, 50.0, 30.0, 70.0], "BM25Retriever": [20.0, 40.0, 40.0, 60.0]})
+    row = mixed["against"]["BM25Retriever"]
+    assert row["faster_share"] == 0.5
+    low, high = row["p50_ratio_ci95"]
+    assert low < row["p50_ratio"] < high  # pairs that disagree: the interval has width

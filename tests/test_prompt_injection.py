@@ -22,7 +22,7 @@ support for a claim. A claim a document states as data (the "Globex confirms …
 `inj-evil-forged`) may be quoted, cited to the document that says it.
 
 What keeps it so (each test below failed before): the policy's `documents.instruction_patterns` name
-text addressed to a model; rerank (`quarantine_instructions`) removes those sentences from each chunk
+text addressed to a model; rerank (`instruction_screen`) removes those sentences from each chunk
 before the composer, the judge or a model reads it, drops a chunk left with headings only (so it cannot
 raise coverage) and says so in `errors`. Independently, `combine_with_llm` (nodes/judge.py) never lets an
 LLM verdict be more permissive than the deterministic one, for the injection worded in a way no pattern
