@@ -374,6 +374,8 @@ class ComposeSettings:
     max_answer_chars: int = field(default=1600, metadata=_POSITIVE)
     llm_max_tokens: int = field(default=600, metadata=_between(16, 32_000))
     draft_value_context_floor: float = field(default=0.3, metadata=_SHARE)
+    # A part with at least this many words (its cue's aside) is answered when the answer holds all of them but one.
+    long_part_words: int = field(default=8, metadata=_POSITIVE)
 
 
 @dataclass(frozen=True)
@@ -478,6 +480,8 @@ class Languages:
     default: str = "en"
     months: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     negations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Verbs that carry a question's tense or action, not its subject (never named as missing).
+    light_verbs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     number_words: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # A corpus is in one language when at least this share of its text is; ingest then gives a new
     # collection that language's own embedding model if there is one (else the multilingual one).

@@ -222,8 +222,9 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     its title already names ("playbook de inverno 2026"), which its sentences get no credit for.
     `first` (the direct answer's sentence) leads. `by_meaning` (the candidates are scored by meaning, not
     only by words, because the evidence is in another language): words cannot say what a sentence adds
-    there, so the points are the best-scoring sentences, each once. `doc_titles` (`document_titles`): a
-    sentence is dated by its document's title too."""
+    there, so the points are the best-scoring sentences, each once; otherwise a sentence in another
+    language is not a point. `doc_titles` (`document_titles`): a sentence is dated by its document's title
+    too."""
     given = given or {}
     pool = of_the_period(candidates, question, doc_titles or {})
     if not pool:
@@ -232,6 +233,9 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     pool = [c for c in pool if c.score >= point_floor * best_score]
     if by_meaning:
         return take_in_order(pool, max_points, max_chars, [first] if first else [])
+    # Nor can words say what a sentence in another language adds: a year or a cognate ("compared" for
+    # "compare") is all it shares with the question. Without its meaning to rank it by, it is left out.
+    pool = [c for c in pool if not c.wordless]
     n = len(candidates)
     words = set().union(*(c.terms for c in candidates))
     idf = {i: math.log(1 + n / (1 + sum(1 for c in candidates if i in c.terms))) for i in words}
@@ -424,7 +428,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     unanswered = [*missing, *elsewhere]
     complete = not unanswered and answers_every_part([p for p in parts or [question] if p not in by_list] or [question],
                                                      read + picked, found is not None, words, titles, language,
-                                                     policy.languages.question_cues, synonyms)
+                                                     policy.languages.question_cues, synonyms, cfg.long_part_words)
     return ExtractiveAnswer(lines, found, complete, unanswered)
 
 
@@ -447,20 +451,26 @@ def unanswered_words(parts: list[str], read: list[Candidate], words: QuestionWor
 
 def answers_every_part(parts: list[str], said: list[Candidate], direct: bool, words: QuestionWords,
                        titles: dict[str, frozenset[int]], language: str, cues,
-                       synonyms: Sequence[Sequence[str]] = ()) -> bool:
+                       synonyms: Sequence[Sequence[str]] = (), long_part_words: int | None = None) -> bool:
     """Nothing the question asks is left unsaid: a question asking for a value, date, name or yes/no has
     its `direct` answer, and the answer's sentences (`said`: the direct answer's and the points), with their
     documents' titles, hold every word of every part of the question, the words of its cue aside ("share"
     of "what share", "fast" of "how fast") — but one, when a direct answer vouches for the part ("came"
-    of "what share of revenue came from the app": 15.1%). A word is held through its `synonyms` too."""
+    of "what share of revenue came from the app": 15.1%), or when the part has `long_part_words` words or
+    more: a long part mostly says which case it means ("no caso da jaqueta devolvida sem etiqueta após
+    compra pelo app"), and the answer need not repeat each of its words ("caso"). A word is held through
+    its `synonyms` too."""
     if not said or (not direct and question_form(" ".join(parts), language, cues).wants_short_answer):
         return False
     held = held_with_titles(said, titles)
     if synonyms:
         held |= frozenset().union(*(words.held(with_synonyms(c.text, synonyms)) for c in said))
-    spare = 1 if direct else 0
-    return all(len(words.held(part) - words.held(question_form(part, language, cues).cue) - held) <= spare
-               for part in parts)
+    for part in parts:
+        asked = words.held(part) - words.held(question_form(part, language, cues).cue)
+        spare = 1 if direct or (long_part_words is not None and len(asked) >= long_part_words) else 0
+        if len(asked - held) > spare:
+            return False
+    return True
 
 
 def held_with_titles(sentences: list[Candidate], titles: dict[str, frozenset[int]]) -> frozenset[int]:
@@ -689,11 +699,13 @@ def missing_terms(question: str, language: str, chunks: list[Chunk], analyzer: A
 
 
 def asking_words(policy, language: str) -> frozenset[str]:
-    """The words of the language's question cues (`languages.question_cues`: "quais", "how", "much"), folded."""
+    """The words of the language's question cues (`languages.question_cues`: "quais", "how", "much") and its
+    light verbs (`languages.light_verbs`: "vai", "fazer"), folded: they ask, they name no subject."""
+    light = frozenset(fold(word) for word in policy.languages.light_verbs.get(language, ()))
     cues = policy.languages.question_cues.get(language)
     if cues is None:
-        return frozenset()
-    return frozenset(fold(word) for kind in KINDS for phrase in getattr(cues, kind) for word in phrase.split())
+        return light
+    return light | frozenset(fold(word) for kind in KINDS for phrase in getattr(cues, kind) for word in phrase.split())
 
 
 def build_suggestions(language: str, rag: dict, chunks: list[Chunk], missing: list[str], policy_allow: list[str]) -> list[str]:

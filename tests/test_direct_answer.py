@@ -518,3 +518,48 @@ def test_an_english_question_about_the_2026_playbook_is_not_answered_from_anothe
     assert "R$ 3,9 milhões" in first and "[acme-playbook-inverno-2026]" in first, state["answer"]
     assert "acme-playbook-black-friday-2025" not in state["citations_used"], state["answer"]
     assert state["direct_answer"] != "30%"
+
+
+def test_a_value_of_another_measure_than_the_one_asked_is_no_answer(policy):
+    # "margem bruta" asked; the sentence gives the season's gross revenue: a wrong value is worse than none.
+    assert _answer(policy, "Qual foi a margem bruta de casacos e jaquetas no inverno 2025?", "pt", [
+        ("bi", "A temporada de inverno 2025 gerou receita bruta de R$ 118.430.227,35, e a categoria casacos e "
+               "jaquetas liderou com R$ 31.905.412,80."),
+    ]) is None
+    found = _answer(policy, "Qual foi a margem bruta de casacos e jaquetas no inverno 2025?", "pt", [
+        ("bi", "A temporada de inverno 2025 gerou receita bruta de R$ 118.430.227,35."),
+        ("fin", "No inverno 2025, a margem bruta de casacos e jaquetas foi de 63,8%."),
+    ])
+    assert found is not None and found.text.endswith("63,8%") and found.doc_ids == ("fin",)
+
+
+def test_the_margin_gate_probe_is_not_answered_with_the_revenue(ask):
+    # The margins document is not approved for AI; the approved sales report names no margin.
+    state = ask("Qual foi a margem bruta de casacos e jaquetas no inverno 2025?")
+    assert state["direct_answer"] is None, state["answer"]
+    assert "118.430.227,35" not in state["answer"] and "63,8" not in state["answer"], state["answer"]
+    assert state["coverage_level"] == "none" and "margem" in state["answer"], state["answer"]
+
+
+def test_light_verbs_are_not_named_missing(ask):
+    state = ask("A Acme vai fazer recall do Tênis Brisa?")
+    assert state["coverage_level"] == "none", state["answer"]
+    said = state["answer"].lower()
+    assert "recall" in said and "vai" not in said.split(": ", 1)[-1] and "fazer" not in said, state["answer"]
+
+
+def test_a_long_part_is_answered_without_each_of_its_words(ask):
+    # "caso" is in no sentence of the ruling's summary, which answers every other word of the question.
+    state = ask("O que a Justiça decidiu no caso da jaqueta devolvida sem etiqueta após compra pelo app?")
+    assert "[acme-legal-arrependimento-2025]" in state["answer"] and "R$ 2.000,00" in state["answer"]
+    assert state["coverage_level"] == "medium" and state["verdict"]["final_decision"] == "OK", state["answer"]
+
+
+def test_a_sentence_in_another_language_is_no_point_of_an_answer_chosen_by_words(ask):
+    # C1: the Portuguese documents answer it; the English TikTok report shares its years and "compared"
+    # with it and nothing else.
+    state = ask("Compare as vendas de inverno de 2025 com a meta de inverno de 2026 e diga quais ações o playbook "
+                "de 2026 recomenda.")
+    assert "acme-social-tiktok-2026-q1" not in state["answer"], state["answer"]
+    assert "R$ 118.430.227,35" in state["answer"] and "R$ 132 milhões" in state["answer"], state["answer"]
+    assert "Inverno Leve" in state["answer"], state["answer"]

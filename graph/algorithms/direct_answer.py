@@ -253,10 +253,13 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
 
 def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tuple[int, int]]], method: str,
                 question: QuestionWords, floor: float, depth: int, focus: str | None,
-                percent_only: bool = False, own_language_margin: float = 1.0) -> DirectAnswer | None:
+                percent_only: bool = False, own_language_margin: float = 1.0,
+                measure: str = "") -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
     first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
-    percentage when `percent_only` and the sentence has one. When the best sentence is in another
+    percentage when `percent_only` and the sentence has one. A question that names its `measure` ("Qual
+    foi a margem bruta …?") takes its value only from a sentence in its language that holds it: the
+    season's revenue is no answer about its margin. When the best sentence is in another
     language (`wordless`), no words can say which of its values is asked for: the value comes from a
     sentence in the question's language that holds the focus word and scores at least
     `own_language_margin` of it ("412 mil seguidores" over "538,000 followers … 412,000 at the end of
@@ -268,6 +271,9 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
         return c.score * (1.5 if c.wordless or about & c.terms else 1.0)
 
     ranked = sorted((c for c in candidates[:depth] if c.score >= floor), key=lambda c: -weight(c))
+    named = question.held(measure) if measure else frozenset()
+    if named:
+        ranked = [c for c in ranked if c.wordless or named & c.terms]
     if ranked and ranked[0].wordless:
         ranked = [c for c in ranked if not c.wordless and about & c.terms
                   and weight(c) >= own_language_margin * weight(ranked[0])]
@@ -459,7 +465,7 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     question's language, holding what is asked about, needs to give the value or date instead."""
     if form.kind == "how_much":
         return _from_spans(candidates, _value_spans, "value", question, floor, depth, _focus_noun(form, question),
-                           form.wants_share, own_language_margin)
+                           form.wants_share, own_language_margin, form.measure)
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question), own_language_margin=own_language_margin)
