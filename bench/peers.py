@@ -59,9 +59,10 @@ import shlex
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -76,8 +77,16 @@ from graph import settings
 from graph.evaluation.datasets import DatasetError, load_dataset
 from graph.evaluation.ingest import EVAL_TENANT
 from graph.evaluation.metrics import aggregate, percentiles
-from graph.evaluation.runner import (ABLATIONS, EvalError, base_context, forget_query_vectors, freeze_policy,
-                                     resolve_intent, run_retrieval, score_query)
+from graph.evaluation.runner import (
+    ABLATIONS,
+    EvalError,
+    base_context,
+    forget_query_vectors,
+    freeze_policy,
+    resolve_intent,
+    run_retrieval,
+    score_query,
+)
 from graph.graph import compile_graph
 from graph.indexing.ingest import IngestError
 from graph.policy import PolicyError, load_policy
@@ -389,8 +398,8 @@ def markdown(report: dict[str, Any]) -> str:
     paired = report.get("paired_latency")
     if paired:
         first = next(iter(paired["systems"]))
-        lines += ["", f"Paired latency ({paired['n']} queries, every query through each system back to back, the order "
-                      "rotating; ratios with 95% bootstrap intervals):", "",
+        lines += ["", (f"Paired latency ({paired['n']} queries, every query through each system back to back, the "
+                       "order rotating; ratios with 95% bootstrap intervals):"), "",
                   f"| system | p50 ms | p95 ms | {first} p50 ÷ this | {first} p95 ÷ this | {first} sooner on |",
                   "|---|---:|---:|---:|---:|---:|"]
         for name, lat in paired["systems"].items():

@@ -523,8 +523,8 @@ def test_an_english_question_about_the_2026_playbook_is_not_answered_from_anothe
 def test_a_value_of_another_measure_than_the_one_asked_is_no_answer(policy):
     # "margem bruta" asked; the sentence gives the season's gross revenue: a wrong value is worse than none.
     assert _answer(policy, "Qual foi a margem bruta de casacos e jaquetas no inverno 2025?", "pt", [
-        ("bi", "A temporada de inverno 2025 gerou receita bruta de R$ 118.430.227,35, e a categoria casacos e "
-               "jaquetas liderou com R$ 31.905.412,80."),
+        ("bi", ("A temporada de inverno 2025 gerou receita bruta de R$ 118.430.227,35, e a categoria casacos e "
+                "jaquetas liderou com R$ 31.905.412,80.")),
     ]) is None
     found = _answer(policy, "Qual foi a margem bruta de casacos e jaquetas no inverno 2025?", "pt", [
         ("bi", "A temporada de inverno 2025 gerou receita bruta de R$ 118.430.227,35."),
