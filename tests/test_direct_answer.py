@@ -563,3 +563,22 @@ def test_a_sentence_in_another_language_is_no_point_of_an_answer_chosen_by_words
     assert "acme-social-tiktok-2026-q1" not in state["answer"], state["answer"]
     assert "R$ 118.430.227,35" in state["answer"] and "R$ 132 milhões" in state["answer"], state["answer"]
     assert "Inverno Leve" in state["answer"], state["answer"]
+
+
+def test_the_day_of_a_date_is_no_amount(policy):
+    found = _answer(policy, "Quantas lojas a Acme tem?", "pt", [
+        ("news", "A Acme Moda inaugurou em 12 de fevereiro de 2026 sua primeira loja em Recife."),
+        ("news", "Com a abertura, a Acme passou a operar 54 lojas."),
+    ])
+    assert found is not None and found.text.startswith("54"), found
+
+
+def test_how_many_asks_for_a_count_not_a_percentage(policy):
+    found = _answer(policy, "How many SKUs are discounted in Black Friday 2025?", "en", [
+        ("bf", "Black Friday 2025 discount rules: up to 50% off on a curated list of 1,200 SKUs."),
+    ])
+    assert found is not None and found.text == "1,200", found
+    share = _answer(policy, "How much of a discount do the Black Friday 2025 SKUs get?", "en", [
+        ("bf", "Black Friday 2025 discount rules: up to 50% off on a curated list of 1,200 SKUs."),
+    ])
+    assert share is not None and share.text.startswith("50%"), share

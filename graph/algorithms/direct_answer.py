@@ -22,6 +22,7 @@ question's form (graph/algorithms/question_form.py):
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import defaultdict
@@ -217,32 +218,56 @@ def _unit_after(sentence: str, end: int, question: QuestionWords) -> int | None:
     return None
 
 
-def _value_spans(sentence: str) -> list[tuple[int, int]]:
-    """Amounts, counts and percentages; a bare year is a date, not an amount ("in 2025")."""
-    return [(a, b) for a, b in value_spans(sentence) if not YEAR.fullmatch(sentence[a:b])]
+def _value_spans(sentence: str, months: Mapping[str, Sequence[str]] | None = None) -> list[tuple[int, int]]:
+    """Amounts, counts and percentages; a bare year is a date, not an amount ("in 2025"), and so, with the
+    `months` to read dates by, is a day ("12" of "em 12 de fevereiro de 2026" counts no stores)."""
+    dates = _dates_written(sentence, months) if months else []
+    return [(a, b) for a, b in value_spans(sentence) if not YEAR.fullmatch(sentence[a:b])
+            and not any(start <= a and b <= end for start, end in dates)]
 
 
 # The first day of a range written before a date: "from 24 to 30 November", "de 24 a 30 de novembro", "24–30".
 _RANGE_START = re.compile(r"\b\d{1,2}\s*(?:to|a|e|até|-|–|—)\s*$", re.IGNORECASE)
 
 
-def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
-    """The dates of `sentence`, a range whole ("24 to 30 November 2025"); else its years, with their month."""
+def _full_dates(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
+    """The dates of `sentence` with their year, a range whole ("24 to 30 November 2025")."""
     spans = []
     for d in find_dates(sentence, months, {}):
         before = _RANGE_START.search(sentence[max(0, d.start - 16):d.start])
         spans.append((d.start - len(before.group(0)) if before else d.start, d.end))
+    return spans
+
+
+@functools.lru_cache(maxsize=8)
+def _day_month(month_names: frozenset[str]) -> re.Pattern[str]:
+    alternation = "|".join(sorted((re.escape(m) for m in month_names), key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:\d{{1,2}}(?:st|nd|rd|th|º)?\s+(?:de\s+)?(?:{alternation})"
+                      rf"|(?:{alternation})\s+\d{{1,2}}(?:st|nd|rd|th)?)(?!\w)", re.IGNORECASE)
+
+
+def _days_and_months(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
+    """A day and a month written without the year ("on 27 April", "em 27 de abril")."""
+    pattern = _day_month(frozenset(fold(m) for names in months.values() for m in names))
+    return [(m.start(), m.end()) for m in pattern.finditer(fold(sentence))]
+
+
+def _dates_written(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
+    """Every date of `sentence` that names a day: with its year or without."""
+    return _full_dates(sentence, months) + _days_and_months(sentence, months)
+
+
+def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
+    """The dates of `sentence`, a range whole ("24 to 30 November 2025"); else its years, with their month."""
+    spans = _full_dates(sentence, months)
     if spans:
         return spans
-    month_names = {fold(m) for names in months.values() for m in names}
     # A day and a month without the year ("on 27 April", "em 27 de abril") is the date; the year alone
     # is only the period it falls in.
-    alternation = "|".join(sorted((re.escape(m) for m in month_names), key=len, reverse=True))
-    day_month = re.compile(rf"(?<!\w)(?:\d{{1,2}}(?:st|nd|rd|th|º)?\s+(?:de\s+)?(?:{alternation})"
-                           rf"|(?:{alternation})\s+\d{{1,2}}(?:st|nd|rd|th)?)(?!\w)", re.IGNORECASE)
-    days = [(m.start(), m.end()) for m in day_month.finditer(fold(sentence))]
+    days = _days_and_months(sentence, months)
     if days:
         return days
+    month_names = {fold(m) for names in months.values() for m in names}
     out = []
     for m in YEAR.finditer(sentence):
         before = fold(sentence[max(0, m.start() - 12):m.start()]).split()
@@ -254,10 +279,11 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
 def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tuple[int, int]]], method: str,
                 question: QuestionWords, floor: float, depth: int, focus: str | None,
                 percent_only: bool = False, own_language_margin: float = 1.0,
-                measure: str = "") -> DirectAnswer | None:
+                measure: str = "", count_only: bool = False) -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
     first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
-    percentage when `percent_only` and the sentence has one. A question that names its `measure` ("Qual
+    percentage when `percent_only` and the sentence has one; when `count_only`, neither a percentage nor
+    an amount of money ("how many SKUs": "1,200", not the "50%" off them). A question that names its `measure` ("Qual
     foi a margem bruta …?") takes its value only from a sentence in its language that holds it: the
     season's revenue is no answer about its margin. When the best sentence is in another
     language (`wordless`), no words can say which of its values is asked for: the value comes from a
@@ -285,6 +311,9 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
         if percent_only:
             # "What share came from the app": of "R$ 14,1 million (15.1%)" the share is the percentage.
             spans = [sp for sp in spans if c.text[sp[0]:sp[1]].endswith("%")] or spans
+        elif count_only:
+            spans = [sp for sp in spans if not c.text[sp[0]:sp[1]].rstrip().endswith("%")
+                     and not _CURRENCY_BEFORE.search(c.text[:sp[0]])]
         if spans:
             start, end = _nearest(spans, c.text, question)
             text = _value_phrase(c.text, start, end, question) if method == "value" else c.text[start:end].strip()
@@ -464,8 +493,9 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     `own_language_margin`: the share of a better sentence in another language's score that one in the
     question's language, holding what is asked about, needs to give the value or date instead."""
     if form.kind == "how_much":
-        return _from_spans(candidates, _value_spans, "value", question, floor, depth, _focus_noun(form, question),
-                           form.wants_share, own_language_margin, form.measure)
+        return _from_spans(candidates, lambda text: _value_spans(text, months), "value", question, floor, depth,
+                           _focus_noun(form, question), form.wants_share, own_language_margin, form.measure,
+                           form.wants_count)
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question), own_language_margin=own_language_margin)

@@ -48,6 +48,8 @@ class QuestionForm:
     # The quantity word that made a which/what question ask for a value ("salário" of "Qual é o salário
     # médio …?"), folded; "" otherwise.
     measure: str = ""
+    # A count is asked ("how many", "quantas": the policy's `count_cues`): not a percentage, not an amount.
+    wants_count: bool = False
 
     @property
     def wants_short_answer(self) -> bool:
@@ -116,5 +118,6 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
                     kind = "when"
             wants_name = kind == "who" or (kind == "which" and (fold(cue) in {fold(c) for c in lexicon.name_cues}
                                                                 or has_any_phrase(window, lexicon.entity_nouns)))
-            return QuestionForm(kind, cue, compares, after, wants_share, wants_name, measure)
+            wants_count = kind == "how_much" and fold(cue) in {fold(c) for c in lexicon.count_cues}
+            return QuestionForm(kind, cue, compares, after, wants_share, wants_name, measure, wants_count)
     return QuestionForm("open", "", compares, (), wants_share)
