@@ -141,8 +141,13 @@ def resolve_conflicts(chunks: list[Chunk], language: str, question: str = "") ->
     return [c for c in chunks if c["docId"] not in dropped], notes
 
 
+_SQUARE = str.maketrans("[]", "()")
+
+
 def _cite(sentence: str, doc_ids: Sequence[str]) -> str:
-    """'Sales grew 10%.' -> 'Sales grew 10% [doc].'"""
+    """'Sales grew 10%.' -> 'Sales grew 10% [doc].' Square brackets the document wrote ("in Arrowhead
+    [Stadium]", "[sic]") become round ones: in an answer, square brackets hold citations."""
+    sentence = sentence.translate(_SQUARE)
     end = sentence[-1] if sentence[-1] in ".!?" else "."
     body = sentence[:-1] if sentence[-1] in ".!?" else sentence
     marks = " ".join(f"[{d}]" for d in doc_ids)
@@ -214,7 +219,7 @@ def of_the_period(candidates: list[Candidate], question: str, doc_titles: dict[s
 def select_points(candidates: list[Candidate], question: str, max_points: int, max_chars: int,
                   point_floor: float, first: Candidate | None = None,
                   given: dict[str, frozenset[int]] | None = None, by_meaning: bool = False,
-                  doc_titles: dict[str, str] | None = None) -> list[Candidate]:
+                  doc_titles: dict[str, str] | None = None, period: frozenset[int] = frozenset()) -> list[Candidate]:
     """The sentences that address the question, greedily: each pick adds the most IDF weight of question
     words not yet covered (covered ones count a third). A sentence below `point_floor` of the best
     one's score, of another period than the question names, or adding no new word is left out: it
@@ -224,7 +229,9 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     only by words, because the evidence is in another language): words cannot say what a sentence adds
     there, so the points are the best-scoring sentences, each once; otherwise a sentence in another
     language is not a point. `doc_titles` (`document_titles`): a sentence is dated by its document's title
-    too."""
+    too. `period`: the question words that only say when ("Q1", "2026", "trimestre"): a sentence that adds
+    none but those shares the question's period, not its subject ("Spend in Q1 2026: R$ 286 thousand" after
+    the app's growth, for "Which channel grew fastest in Q1 2026?")."""
     given = given or {}
     pool = of_the_period(candidates, question, doc_titles or {})
     if not pool:
@@ -253,14 +260,23 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     while remaining and len(picked) < max_points:
         best = max(remaining, key=lambda c: gain(c, covered))
         remaining.remove(best)
-        if not new_words(best, covered):
-            continue  # everything it holds is said already, or is the document's own title
+        if not new_words(best, covered) - period:
+            continue  # everything it holds is said already, is the document's own title, or is the period
         if used + len(best.text) > max_chars and picked:
             continue
         picked.append(best)
         used += len(best.text)
         covered |= best.terms
     return picked
+
+
+def period_words(words: QuestionWords, policy) -> frozenset[int]:
+    """The question words that only say when: numbers ("2026", "Q1"), months and the policy's time words
+    ("trimestre", "quarter"), as indexes into `words`."""
+    cues = policy.languages.question_cues.get(words.language)
+    timely = {fold(w) for names in policy.languages.months.values() for w in names}
+    timely |= {fold(w) for w in (cues.time_words if cues else ())}
+    return frozenset(i for i, (w, _) in enumerate(words.words) if any(ch.isdigit() for ch in w) or fold(w) in timely)
 
 
 def part_leads(hits: dict[str, SearchResult], chunks: list[Chunk]) -> dict[str, Chunk]:
@@ -355,13 +371,15 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     max_points = (min(cfg.direct.max_points, len(parts) + 1) if form.wants_short_answer
                   else cfg.max_sentences)
     titles = {c["docId"]: words.held(_title(c)) for c in chunks}
+    period = period_words(words, policy)
     listed: dict[int, int] = {}  # a listed point's part (by the candidate's id)
     lead_in: dict[int, str] = {}  # the heading a list's first point is quoted with
     if form.kind == "open" and len(titles[chunks[0]["docId"]]) >= cfg.direct.document_share * len(words):
         picked = document_points(candidates, chunks[0], max_points, cfg.max_answer_chars, words)
     else:
         picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
-                               first, titles, by_meaning=relevance is not None, doc_titles=doc_titles)
+                               first, titles, by_meaning=relevance is not None, doc_titles=doc_titles,
+                               period=period)
         if not picked and found is None:
             # Every sentence that matches only repeats its document's title ("Quais ações o playbook de
             # inverno recomenda?"): the question is about that document, which is answered by what it says.
@@ -428,7 +446,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     unanswered = [*missing, *elsewhere]
     complete = not unanswered and answers_every_part([p for p in parts or [question] if p not in by_list] or [question],
                                                      read + picked, found is not None, words, titles, language,
-                                                     policy.languages.question_cues, synonyms, cfg.long_part_words)
+                                                     policy.languages.question_cues, synonyms, cfg.long_part_words,
+                                                     period)
     return ExtractiveAnswer(lines, found, complete, unanswered)
 
 
@@ -451,7 +470,8 @@ def unanswered_words(parts: list[str], read: list[Candidate], words: QuestionWor
 
 def answers_every_part(parts: list[str], said: list[Candidate], direct: bool, words: QuestionWords,
                        titles: dict[str, frozenset[int]], language: str, cues,
-                       synonyms: Sequence[Sequence[str]] = (), long_part_words: int | None = None) -> bool:
+                       synonyms: Sequence[Sequence[str]] = (), long_part_words: int | None = None,
+                       period: frozenset[int] = frozenset()) -> bool:
     """Nothing the question asks is left unsaid: a question asking for a value, date, name or yes/no has
     its `direct` answer, and the answer's sentences (`said`: the direct answer's and the points), with their
     documents' titles, hold every word of every part of the question, the words of its cue aside ("share"
@@ -459,14 +479,15 @@ def answers_every_part(parts: list[str], said: list[Candidate], direct: bool, wo
     of "what share of revenue came from the app": 15.1%), or when the part has `long_part_words` words or
     more: a long part mostly says which case it means ("no caso da jaqueta devolvida sem etiqueta após
     compra pelo app"), and the answer need not repeat each of its words ("caso"). A word is held through
-    its `synonyms` too."""
+    its `synonyms` too. The `period` words need not be held: no sentence of another period is a point
+    (`select_points`), and one that only repeats the period says nothing more."""
     if not said or (not direct and question_form(" ".join(parts), language, cues).wants_short_answer):
         return False
     held = held_with_titles(said, titles)
     if synonyms:
         held |= frozenset().union(*(words.held(with_synonyms(c.text, synonyms)) for c in said))
     for part in parts:
-        asked = words.held(part) - words.held(question_form(part, language, cues).cue)
+        asked = words.held(part) - words.held(question_form(part, language, cues).cue) - period
         spare = 1 if direct or (long_part_words is not None and len(asked) >= long_part_words) else 0
         if len(asked - held) > spare:
             return False

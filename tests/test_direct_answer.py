@@ -582,3 +582,21 @@ def test_how_many_asks_for_a_count_not_a_percentage(policy):
         ("bf", "Black Friday 2025 discount rules: up to 50% off on a curated list of 1,200 SKUs."),
     ])
     assert share is not None and share.text.startswith("50%"), share
+
+
+def test_a_point_that_adds_only_the_period_is_left_out(ask):
+    # "Spend in Q1 2026: R$ 286 thousand" (the Google campaign) shares only "Q1 2026" with the question.
+    state = ask("Which channel grew fastest in Q1 2026?")
+    assert "fastest-growing channel" in state["answer"], state["answer"]
+    assert "acme-perf-google-pmax-2026" not in state["answer"], state["answer"]
+
+
+def test_square_brackets_a_document_wrote_are_no_citation(policy):
+    from nodes.compose import extractive_answer
+    from graph.algorithms.text import citations_in
+    question = "Where did Travis Kelce say Taylor Swift rocked the stage?"
+    chunks = [{**_doc("kelce", "Travis Kelce said: I've seen you rock the stage in Arrowhead [Stadium], you might have "
+                                "to come see me rock the stage.", language="en"), "rerankScore": 0.8}]
+    answer = extractive_answer(question, [], "en", chunks, get_analyzer(policy), policy)
+    text = "\n".join(answer.lines)
+    assert "Arrowhead (Stadium)" in text and citations_in(text) == ["kelce"], text
