@@ -592,8 +592,8 @@ def test_a_point_that_adds_only_the_period_is_left_out(ask):
 
 
 def test_square_brackets_a_document_wrote_are_no_citation(policy):
-    from nodes.compose import extractive_answer
     from graph.algorithms.text import citations_in
+    from nodes.compose import extractive_answer
     question = "Where did Travis Kelce say Taylor Swift rocked the stage?"
     chunks = [{**_doc("kelce", "Travis Kelce said: I've seen you rock the stage in Arrowhead [Stadium], you might have "
                                 "to come see me rock the stage.", language="en"), "rerankScore": 0.8}]
