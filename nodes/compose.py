@@ -29,6 +29,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from string import Template
 from typing import Any, NamedTuple
 
@@ -44,6 +45,7 @@ from graph.algorithms.direct_answer import (
     direct_answer,
     names_in,
     rankings,
+    side_value,
     states_answer,
 )
 from graph.algorithms.judging import checker_for, sources_of
@@ -360,7 +362,9 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     synonyms = cues.synonyms if cues else ()
     doc_titles = document_titles(chunks)
     # Nothing of another period than the question names, the direct answer included.
-    found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance)
+    # A yes/no question that compares ("Does X report …, while Y …?") asks yes or no, not each side's value.
+    found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance,
+                            form.compares and form.kind in ("open", "which", "how_much"))
              or direct_answer(question, form, parts, of_the_period(titled, question, doc_titles), words,
                               **direct_settings(policy, language)))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
@@ -585,23 +589,38 @@ def direct_settings(policy, language: str) -> dict[str, Any]:
 
 
 def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer, policy,
-                   relevance: Callable[[list[str]], list[float]] | None = None) -> DirectAnswer | None:
+                   relevance: Callable[[list[str]], list[float]] | None = None,
+                   compares: bool = False) -> DirectAnswer | None:
     """A question whose parts ask for values or dates ("Qual foi a receita … e quanto cresceu …?") is
     answered with each such part's own, from the sentences ranked by that part's words: "R$ 93.587.114,46;
     11,1%" — or, when one part asks for one ("What is the return rate and the main reason?"), with that
-    part's. None when no part gets one, or when they do not fit in the direct answer's length."""
+    part's. When the question `compares` its parts ("Compare o ROAS das campanhas do TikTok e do Google"),
+    each side is given the value of the measure it names, labelled by the name only it holds: "TikTok:
+    ROAS 4,2; Google: ROAS 5.6". None when no part gets one, or when they do not fit in the direct
+    answer's length."""
     if len(parts) < 2:
         return None
     found: list[DirectAnswer] = []
     doc_titles = document_titles(chunks)
+    settings = direct_settings(policy, language)
     for part in parts:
         form = question_form(part, language, policy.languages.question_cues)
-        if form.kind not in ("how_much", "when"):
+        side = compares and form.kind not in ("how_much", "when")
+        if form.kind not in ("how_much", "when") and not side:
             continue
         words = QuestionWords(part, analyzer, language)
-        candidates = answer_candidates(words, chunks, relevance, policy.compose.direct.header_weight)
-        answer = direct_answer(part, form, [part], of_the_period(candidates, part, doc_titles), words,
-                               **direct_settings(policy, language))
+        candidates = of_the_period(answer_candidates(words, chunks, relevance, policy.compose.direct.header_weight),
+                                   part, doc_titles)
+        if side:
+            # A side is read in the documents about it, the ones whose title names it: the Pinterest report's
+            # "the budget was moved to TikTok" is no figure of the TikTok campaign.
+            label = side_label(part, [p for p in parts if p is not part])
+            about = [c for c in candidates if label and has_any_phrase(doc_titles.get(c.doc_id, ""), [label])]
+            answer = side_value(part, about or candidates, words, settings["floor"], settings["depth"])
+            if answer and label:
+                answer = replace(answer, text=f"{label}: {answer.text}")
+        else:
+            answer = direct_answer(part, form, [part], candidates, words, **settings)
         if answer and all(answer.text != f.text for f in found):
             found.append(answer)
     text = "; ".join(f.text for f in found)
@@ -610,6 +629,13 @@ def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyze
     doc_ids = tuple(dict.fromkeys(d for f in found for d in f.doc_ids))
     return DirectAnswer(text, doc_ids, found[0].method, found[0].sentence,
                         tuple(f.sentence for f in found[1:] if f.sentence != found[0].sentence))
+
+
+def side_label(side: str, others: list[str]) -> str:
+    """The names a side of a comparison holds and the other sides do not ("Google" of "the ROAS of Google
+    campaigns" beside "the ROAS of the TikTok")."""
+    elsewhere = {fold(w) for other in others for w in other.split()}
+    return " ".join(w for w in side.split() if w[:1].isupper() and fold(w) not in elsewhere).strip(" ,.;:?")
 
 
 def _title(chunk: Chunk) -> str:

@@ -164,6 +164,21 @@ def test_split_compare_years_mentions_each_year_separately(policy):
     assert all("vendas" in s and "inverno" in s for s in with_2025 + with_2026)
 
 
+@pytest.mark.parametrize("q, lang, sides", [
+    ("Compare o ROAS das campanhas do TikTok e do Google.", "pt",
+     ["o ROAS das campanhas do TikTok", "o ROAS das campanhas do Google"]),
+    ("Compare the ROAS of the TikTok and Google campaigns.", "en", ["the ROAS of the TikTok", "the ROAS of Google campaigns"]),
+])
+def test_a_requested_comparison_of_names_gets_one_part_per_side(policy, q, lang, sides):
+    assert split_question(q, policy, lang) == sides
+
+
+def test_a_name_after_a_name_is_no_side_unless_a_comparison_is_requested(policy):
+    # Without "Compare …" the short name joins its clause: "TechCrunch" is a source the question names.
+    q = "Which company was reported on by both The Verge and TechCrunch?"
+    assert split_question(q, policy, "en") == [q]
+
+
 def test_split_by_question_marks_keeps_each_question(policy):
     subs = split_question("Qual foi a receita do inverno? Qual foi a meta do playbook?", policy, "pt")
     assert subs == ["Qual foi a receita do inverno?", "Qual foi a meta do playbook?"]

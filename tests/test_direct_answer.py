@@ -600,3 +600,16 @@ def test_square_brackets_a_document_wrote_are_no_citation(policy):
     answer = extractive_answer(question, [], "en", chunks, get_analyzer(policy), policy)
     text = "\n".join(answer.lines)
     assert "Arrowhead (Stadium)" in text and citations_in(text) == ["kelce"], text
+
+
+@pytest.mark.parametrize("question", ["Compare o ROAS das campanhas do TikTok e do Google.",
+                                      "Compare the ROAS of the TikTok and Google campaigns."])
+def test_a_requested_comparison_lays_its_sides_side_by_side(ask, question):
+    # Each side's value is read in the documents about it: the Pinterest report's "minimum ROAS of 3.0 …
+    # moved to TikTok" is no figure of the TikTok campaign.
+    state = ask(question)
+    assert state["direct_answer"] is not None, state["answer"]
+    tiktok, google = state["direct_answer"].split("; ")
+    assert tiktok == "TikTok: ROAS 4,2" and google.startswith("Google: ROAS") and google.endswith("5.6"), state["answer"]
+    assert "acme-perf-pinterest-2026" not in state["answer"], state["answer"]
+    assert {"acme-perf-tiktok-provador-2026", "acme-perf-google-pmax-2026"} <= set(state["citations_used"])

@@ -107,7 +107,8 @@ def split_question(question: str, policy: Policy, language: str, keep_whole: lis
     if len(clauses) < 2:
         return [question]
     first = clauses[0].split()
-    if first and fold(first[0]) in {fold(w) for w in head_words}:
+    requested = bool(first) and fold(first[0]) in {fold(w) for w in head_words}
+    if requested:
         first = first[1:]
     min_words = cfg.min_clause_words
     asking = lex.question_words
@@ -117,8 +118,11 @@ def split_question(question: str, policy: Policy, language: str, keep_whole: lis
         # A clause that opens with a question word asks something of its own, however short: "what changed
         # afterwards" of "How much was Acme fined, and what changed afterwards?".
         asks = len(tokens) >= 2 and _opens_with(tokens, asking)
-        if len(tokens) <= 2 and len(first) > len(tokens) and any(ch.isdigit() for ch in clause):
-            # "vendas de 2025 e 2026": "2026" replaces the tail of the first clause.
+        short_item = len(tokens) <= 2 and len(first) > len(tokens)
+        if short_item and (any(ch.isdigit() for ch in clause)
+                           or (requested and _names(tokens) and _names(first[len(first) - len(tokens):]))):
+            # "vendas de 2025 e 2026": "2026" replaces the tail of the first clause; so does a name after a
+            # name when a comparison is requested ("Compare o ROAS das campanhas do TikTok e do Google").
             subs.append(first[: len(first) - len(tokens)] + tokens)
         elif (len(tokens) < min_words and not asks) or len(subs[-1]) < min_words:
             # "covered by The Verge" is no question on its own: it belongs to the clause before.
@@ -130,6 +134,11 @@ def split_question(question: str, policy: Policy, language: str, keep_whole: lis
         i = min(range(len(subs) - 1), key=lambda j: len(subs[j]) + len(subs[j + 1]))
         subs[i: i + 2] = [subs[i] + subs[i + 1]]
     return _clean([_unprotect(" ".join(t)) for t in subs], question, max_n)
+
+
+def _names(tokens: list[str]) -> bool:
+    """Whether one of `tokens` is capitalised: a name ("TikTok", "Google")."""
+    return any(t[:1].isupper() for t in tokens)
 
 
 def _opens_with(tokens: list[str], phrases: list[str]) -> bool:

@@ -481,6 +481,15 @@ def _measure(sentence: str, word: str) -> str | None:
     return None
 
 
+def side_value(side: str, candidates: Sequence[Candidate], question: QuestionWords, floor: float,
+               depth: int) -> DirectAnswer | None:
+    """One side of a requested comparison ("o ROAS das campanhas do TikTok"): the value right after the
+    measure it names first, in the best of `candidates` (ranked by the side's own words) that gives one
+    ("ROAS 4,2"); None when none does."""
+    return _value_after_focus(QuestionForm("which", focus=tuple(fold(w) for w in _WORDS.findall(side))),
+                              candidates, question, floor, depth)
+
+
 def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], candidates: Sequence[Candidate],
                   question: QuestionWords, *, months: Mapping[str, Sequence[str]], negations: Sequence[str],
                   floor: float, depth: int, part_floor: float, name_floor: float = 0.1,
