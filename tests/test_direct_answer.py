@@ -613,3 +613,9 @@ def test_a_requested_comparison_lays_its_sides_side_by_side(ask, question):
     assert tiktok == "TikTok: ROAS 4,2" and google.startswith("Google: ROAS") and google.endswith("5.6"), state["answer"]
     assert "acme-perf-pinterest-2026" not in state["answer"], state["answer"]
     assert {"acme-perf-tiktok-provador-2026", "acme-perf-google-pmax-2026"} <= set(state["citations_used"])
+
+
+def test_an_english_when_question_takes_the_one_date_of_a_portuguese_sentence(ask):
+    state = ask("When did Acme open its store in Recife?")
+    assert state["direct_answer"] == "12 de fevereiro de 2026", state["answer"]
+    assert "[acme-news-2026-02]" in state["answer"]

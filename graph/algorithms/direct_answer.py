@@ -289,7 +289,8 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
     language (`wordless`), no words can say which of its values is asked for: the value comes from a
     sentence in the question's language that holds the focus word and scores at least
     `own_language_margin` of it ("412 mil seguidores" over "538,000 followers … 412,000 at the end of
-    Q3 2025"), else none is given."""
+    Q3 2025"), else none is given — but a date, when the sentence holds that one date only ("When did Acme
+    open its store in Recife?": "12 de fevereiro de 2026")."""
     about = question.held(focus) if focus else frozenset()
     asked = fold(question.text)
 
@@ -301,8 +302,14 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
     if named:
         ranked = [c for c in ranked if c.wordless or named & c.terms]
     if ranked and ranked[0].wordless:
+        best = ranked[0]
+        if method == "date":
+            # A date reads the same in any language: a sentence that holds one date only leaves nothing to choose.
+            dates = [sp for sp in find(best.text) if fold(best.text[sp[0]:sp[1]].strip()) not in asked]
+            if len(dates) == 1:
+                return DirectAnswer(best.text[dates[0][0]:dates[0][1]].strip(), (best.doc_id,), method, best.text)
         ranked = [c for c in ranked if not c.wordless and about & c.terms
-                  and weight(c) >= own_language_margin * weight(ranked[0])]
+                  and weight(c) >= own_language_margin * weight(best)]
     for c in ranked:
         if c.wordless:
             return None
