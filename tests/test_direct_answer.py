@@ -619,3 +619,10 @@ def test_an_english_when_question_takes_the_one_date_of_a_portuguese_sentence(as
     state = ask("When did Acme open its store in Recife?")
     assert state["direct_answer"] == "12 de fevereiro de 2026", state["answer"]
     assert "[acme-news-2026-02]" in state["answer"]
+
+
+def test_a_name_right_after_the_focus_phrase_names_it(ask):
+    # "Segundo a diretora de expansão, Carla Menezes, a escolha de Recife …": Recife and the Nordeste are
+    # named in the same sentence, the director only right after her title.
+    state = ask("Quem é a diretora de expansão da Acme?")
+    assert state["direct_answer"] == "Carla Menezes", state["answer"]

@@ -354,7 +354,8 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
                  focus: str | None = None, margin: float = 1.0) -> DirectAnswer | None:
     """The name the retrieved sentences are about: mentioned most, each mention weighted by its sentence's
     score (doubled in the clause that holds the `focus` word: "which region" → the clause about a
-    region), over the sentences scoring at least `floor` of the best one; a name the question names
+    region; 2.5 times right after the focus word's phrase: "a diretora de expansão, Carla Menezes"), over
+    the sentences scoring at least `floor` of the best one; a name the question names
     itself is not an answer. A lone capitalised word opening a sentence counts only if it is
     capitalised elsewhere too: "However" is not a name, "Google" is. None when the runner-up (not part
     of the best name) weighs more than 1/`margin` of it, or when none of the three best sentences
@@ -382,6 +383,11 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
             if (opening and key not in mid_sentence) or re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked):
                 continue
             about = 2.0 if clause and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", clause) else 1.0
+            # A name right after the focus word's phrase is that phrase's name: "a diretora de expansão,
+            # Carla Menezes, …", "OpenAI's CEO Sam Altman".
+            if focus and re.search(rf"(?<!\w){re.escape(focus)}\w*(?:\s+\w+){{0,3}},?\s+{re.escape(key)}(?!\w)",
+                                   fold(c.text)):
+                about = 2.5
             weight[key] += c.score * about
             where.setdefault(key, c)
             surface.setdefault(key, name)
