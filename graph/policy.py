@@ -451,6 +451,7 @@ class QuestionCues:
     time_words: tuple[str, ...] = ()      # "which <year>" asks for a date or period
     share_words: tuple[str, ...] = ()     # anywhere: the value asked is a percentage ("what share")
     count_cues: tuple[str, ...] = ()      # how-much cues that ask for a count ("how many"): no percentage, no amount
+    amount_words: tuple[str, ...] = ()    # quantity words whose value is an amount ("revenue"), not a percentage
     # A which-question asks for a name when its cue always does ("which" in English: `name_cues`) or when
     # it is about a kind of entity ("what company", "qual região": `entity_nouns`); about anything else
     # ("Qual a duração …", "What is the purpose …") its answer is a phrase, and no name is given for it.

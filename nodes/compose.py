@@ -583,9 +583,11 @@ def answer_coverage(evidence: str, answer: ExtractiveAnswer, chunks: list[Chunk]
 def direct_settings(policy, language: str) -> dict[str, Any]:
     """`direct_answer`'s lexicons and thresholds, from the policy."""
     cfg = policy.compose.direct
+    cues = policy.languages.question_cues.get(language)
     return dict(months=policy.languages.months, negations=policy.languages.negations.get(language, ()),
                 floor=cfg.sentence_floor, depth=cfg.depth, part_floor=cfg.part_floor, name_floor=cfg.name_floor,
-                name_margin=cfg.name_margin, own_language_margin=cfg.own_language_margin)
+                name_margin=cfg.name_margin, own_language_margin=cfg.own_language_margin,
+                synonyms=cues.synonyms if cues else ())
 
 
 def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer, policy,

@@ -56,7 +56,7 @@ def _answer(policy, question, language, sentences):
     cfg = policy.compose.direct
     return direct_answer(question, form, [question], ranked, words, months=policy.languages.months,
                          negations=policy.languages.negations[language], floor=cfg.sentence_floor, depth=cfg.depth,
-                         part_floor=cfg.part_floor)
+                         part_floor=cfg.part_floor, synonyms=policy.languages.question_cues[language].synonyms)
 
 
 def test_value_is_the_one_the_question_points_at(policy):
@@ -626,3 +626,21 @@ def test_a_name_right_after_the_focus_phrase_names_it(ask):
     # named in the same sentence, the director only right after her title.
     state = ask("Quem é a diretora de expansão da Acme?")
     assert state["direct_answer"] == "Carla Menezes", state["answer"]
+
+
+def test_a_quarter_or_a_year_is_no_label_of_a_value(policy):
+    found = _answer(policy, "What were Globex's net sales in Q1 2026?", "en", [
+        ("q1", "Globex Electronics net sales reached $968.3 million in Q1 2026, a 7.4% increase over Q1 2025 "
+               "($901.6 million)."),
+    ])
+    assert found is not None and found.text == "$968.3 million", found
+
+
+def test_an_amount_is_not_a_share_of_it_and_is_read_through_the_measures_synonyms(policy):
+    question = "Qual foi a receita da Globex Brasil em 2025?"
+    share = ("br", "Smartphones responderam por 41% da receita da Globex Brasil, seguidos por notebooks (22%).")
+    assert _answer(policy, question, "pt", [share]) is None  # "41% da receita" is a share of the revenue
+    found = _answer(policy, question, "pt", [
+        share, ("br", "A operação brasileira da Globex Electronics faturou R$ 742,6 milhões em 2025."),
+    ])
+    assert found is not None and found.text == "R$ 742,6 milhões", found

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from graph.algorithms.question_form import QuestionForm
-from graph.algorithms.text import YEAR, Analyzer, find_dates, fold, has_any_phrase, value_spans
+from graph.algorithms.text import YEAR, Analyzer, find_dates, fold, has_any_phrase, ring_mates, value_spans
 
 MAX_WORDS = 12
 _WORDS = re.compile(r"\w+", re.UNICODE)
@@ -156,10 +156,11 @@ def _nearest(spans: list[tuple[int, int]], sentence: str, question: QuestionWord
     media budget rises to R$ 3.9 million"): each question word among the eight content words before a
     span counts 1/distance (at its nearest), one among the four after a quarter of that, and a word
     beyond another span belongs to that one ("crescimento de 7,9% sobre 2024 e 3,0% acima da meta":
-    growth is the 7,9%). The earliest span on a tie. Content words: not a stopword, a digit or a lone
-    letter ("R" of "R$")."""
+    growth is the 7,9%). The earliest span on a tie. Content words: not a stopword, a lone letter ("R" of
+    "R$") or a word with a digit: a year or "Q1" says when, not what ("net sales reached $968.3 million in
+    Q1 2026, a 7.4% increase": the sales are the $968.3 million)."""
     words = [(m.start(), question.held(m.group(0))) for m in _WORDS.finditer(sentence)
-             if len(m.group(0)) > 1 and not m.group(0).isdigit()
+             if len(m.group(0)) > 1 and not any(ch.isdigit() for ch in m.group(0))
              and question.analyzer.terms(m.group(0), question.language)]
     ordered = sorted(spans)
 
@@ -279,13 +280,15 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
 def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tuple[int, int]]], method: str,
                 question: QuestionWords, floor: float, depth: int, focus: str | None,
                 percent_only: bool = False, own_language_margin: float = 1.0,
-                measure: str = "", count_only: bool = False) -> DirectAnswer | None:
+                measure: str = "", count_only: bool = False, amount_only: bool = False,
+                measure_synonyms: Sequence[str] = ()) -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
     first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
     percentage when `percent_only` and the sentence has one; when `count_only`, neither a percentage nor
-    an amount of money ("how many SKUs": "1,200", not the "50%" off them). A question that names its `measure` ("Qual
-    foi a margem bruta …?") takes its value only from a sentence in its language that holds it: the
-    season's revenue is no answer about its margin. When the best sentence is in another
+    an amount of money ("how many SKUs": "1,200", not the "50%" off them); when `amount_only`, no
+    percentage ("41% da receita" is a share of it). A question that names its `measure` ("Qual foi a
+    margem bruta …?") takes its value only from a sentence in its language that holds it, or one of its
+    `measure_synonyms` ("faturou" for "receita"): the season's revenue is no answer about its margin. When the best sentence is in another
     language (`wordless`), no words can say which of its values is asked for: the value comes from a
     sentence in the question's language that holds the focus word and scores at least
     `own_language_margin` of it ("412 mil seguidores" over "538,000 followers … 412,000 at the end of
@@ -300,7 +303,7 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
     ranked = sorted((c for c in candidates[:depth] if c.score >= floor), key=lambda c: -weight(c))
     named = question.held(measure) if measure else frozenset()
     if named:
-        ranked = [c for c in ranked if c.wordless or named & c.terms]
+        ranked = [c for c in ranked if c.wordless or named & c.terms or has_any_phrase(c.text, measure_synonyms)]
     if ranked and ranked[0].wordless:
         best = ranked[0]
         if method == "date":
@@ -318,9 +321,9 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
         if percent_only:
             # "What share came from the app": of "R$ 14,1 million (15.1%)" the share is the percentage.
             spans = [sp for sp in spans if c.text[sp[0]:sp[1]].endswith("%")] or spans
-        elif count_only:
+        elif count_only or amount_only:
             spans = [sp for sp in spans if not c.text[sp[0]:sp[1]].rstrip().endswith("%")
-                     and not _CURRENCY_BEFORE.search(c.text[:sp[0]])]
+                     and not (count_only and _CURRENCY_BEFORE.search(c.text[:sp[0]]))]
         if spans:
             start, end = _nearest(spans, c.text, question)
             text = _value_phrase(c.text, start, end, question) if method == "value" else c.text[start:end].strip()
@@ -506,7 +509,8 @@ def side_value(side: str, candidates: Sequence[Candidate], question: QuestionWor
 def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], candidates: Sequence[Candidate],
                   question: QuestionWords, *, months: Mapping[str, Sequence[str]], negations: Sequence[str],
                   floor: float, depth: int, part_floor: float, name_floor: float = 0.1,
-                  name_margin: float = 1.0, own_language_margin: float = 1.0) -> DirectAnswer | None:
+                  name_margin: float = 1.0, own_language_margin: float = 1.0,
+                  synonyms: Sequence[Sequence[str]] = ()) -> DirectAnswer | None:
     """The direct answer to the question from the ranked `candidates` (see the module docstring), or None.
     `floor`: a sentence holding less of the question than this cannot give it; `depth`: how many of the
     best sentences are looked at for a value or a date; `part_floor`: the share of a yes/no part's words
@@ -517,7 +521,8 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     if form.kind == "how_much":
         return _from_spans(candidates, lambda text: _value_spans(text, months), "value", question, floor, depth,
                            _focus_noun(form, question), form.wants_share, own_language_margin, form.measure,
-                           form.wants_count)
+                           form.wants_count, form.wants_amount,
+                           [w for w in ring_mates(form.measure, synonyms) if fold(w) != form.measure])
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question), own_language_margin=own_language_margin)

@@ -50,6 +50,9 @@ class QuestionForm:
     measure: str = ""
     # A count is asked ("how many", "quantas": the policy's `count_cues`): not a percentage, not an amount.
     wants_count: bool = False
+    # An amount is asked ("Qual foi a receita …": the measure is one of the policy's `amount_words`): not a
+    # percentage ("41% da receita" is a share of it).
+    wants_amount: bool = False
 
     @property
     def wants_short_answer(self) -> bool:
@@ -119,5 +122,7 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
             wants_name = kind == "who" or (kind == "which" and (fold(cue) in {fold(c) for c in lexicon.name_cues}
                                                                 or has_any_phrase(window, lexicon.entity_nouns)))
             wants_count = kind == "how_much" and fold(cue) in {fold(c) for c in lexicon.count_cues}
-            return QuestionForm(kind, cue, compares, after, wants_share, wants_name, measure, wants_count)
+            wants_amount = bool(measure) and not wants_share and fold(measure) in {fold(w) for w in lexicon.amount_words}
+            return QuestionForm(kind, cue, compares, after, wants_share, wants_name, measure, wants_count,
+                                wants_amount)
     return QuestionForm("open", "", compares, (), wants_share)
