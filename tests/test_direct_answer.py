@@ -630,8 +630,8 @@ def test_a_name_right_after_the_focus_phrase_names_it(ask):
 
 def test_a_quarter_or_a_year_is_no_label_of_a_value(policy):
     found = _answer(policy, "What were Globex's net sales in Q1 2026?", "en", [
-        ("q1", "Globex Electronics net sales reached $968.3 million in Q1 2026, a 7.4% increase over Q1 2025 "
-               "($901.6 million)."),
+        ("q1", ("Globex Electronics net sales reached $968.3 million in Q1 2026, a 7.4% increase over Q1 2025 "
+                "($901.6 million).")),
     ])
     assert found is not None and found.text == "$968.3 million", found
 
