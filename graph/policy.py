@@ -459,7 +459,8 @@ class QuestionCues:
     entity_nouns: tuple[str, ...] = ()
     # Words that say the same thing in a document as in a question, one ring of equivalents each (the stems
     # of "dividido" and "divisão" differ): a part is covered, or answered by the list under a heading, through
-    # them ("what changed afterwards" by "Actions taken by Legal and Operations:"). Never used to search.
+    # them ("what changed afterwards" by "Actions taken by Legal and Operations:"), and the composer's sentences
+    # hold a question word through them ("decide" by "ordered"). Never used to search.
     synonyms: tuple[tuple[str, ...], ...] = ()
 
 

@@ -350,7 +350,9 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     ranked first by meaning; a part nothing in the question's language covers, whose lead is in another
     language, is pointed to that document rather than said missing."""
     cfg = policy.compose
-    words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language)
+    cues = policy.languages.question_cues.get(language)
+    synonyms = cues.synonyms if cues else ()
+    words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language, synonyms)
     # The direct answer reads each sentence with its document's title; the points do not (a title that
     # holds the question's words would bring in more of its document's sentences, cited for nothing).
     candidates, titled = answer_rankings(words, chunks, relevance, (0.0, cfg.direct.header_weight))
@@ -358,8 +360,6 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         return ExtractiveAnswer([], None, False, [])
     form = question_form(question, language, policy.languages.question_cues)
     parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
-    cues = policy.languages.question_cues.get(language)
-    synonyms = cues.synonyms if cues else ()
     doc_titles = document_titles(chunks)
     # Nothing of another period than the question names, the direct answer included.
     # A yes/no question that compares ("Does X report …, while Y …?") asks yes or no, not each side's value.

@@ -644,3 +644,10 @@ def test_an_amount_is_not_a_share_of_it_and_is_read_through_the_measures_synonym
         share, ("br", "A operação brasileira da Globex Electronics faturou R$ 742,6 milhões em 2025."),
     ])
     assert found is not None and found.text == "R$ 742,6 milhões", found
+
+
+def test_what_a_court_decided_is_read_through_the_synonyms_of_decide(ask):
+    # "decide" is held by "Globex was ordered to refund …" (the policy's ring decide ~ ordered ~ ruled).
+    state = ask("What did the court decide in the restocking fee case?", tenant="globex")
+    assert "ordered to refund the $187.50 fee" in state["answer"], state["answer"]
+    assert "Martinez v. Globex Electronics Inc." in state["answer"], state["answer"]

@@ -107,6 +107,9 @@ def test_abbreviations_do_not_end_sentences():
     assert split_sentences("O Sr. Silva falou com a Dra. Ana. Depois saiu.") == [
         "O Sr. Silva falou com a Dra. Ana.", "Depois saiu."]
     assert split_sentences("See e.g. the report. Then stop.") == ["See e.g. the report.", "Then stop."]
+    # "v." of a case name: "Martinez v. Globex Electronics Inc." is one party against another, not two sentences.
+    assert split_sentences("Martinez v. Globex Electronics Inc., Case No. 25-CV-01873. Judgment entered.") == [
+        "Martinez v. Globex Electronics Inc., Case No. 25-CV-01873.", "Judgment entered."]
 
 
 def test_decimal_numbers_do_not_end_sentences():

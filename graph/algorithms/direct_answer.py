@@ -85,9 +85,11 @@ class QuestionWords:
 
     PREFIX = 5
 
-    def __init__(self, question: str, analyzer: Analyzer, language: str):
+    def __init__(self, question: str, analyzer: Analyzer, language: str, synonyms: Sequence[Sequence[str]] = ()):
         self.text, self.analyzer, self.language = question, analyzer, language
-        self.words = analyzer.content_words(question, language)
+        # A word is held through its `synonyms` too (the policy's rings: "decide" by "ruled", "ordered").
+        self.words = [(w, ids.union(*(analyzer.terms(m, language) for m in ring_mates(w, synonyms))))
+                      for w, ids in analyzer.content_words(question, language)]
         self._prefixes = [self._prefix(w) for w, _ in self.words]
 
     @classmethod

@@ -110,7 +110,7 @@ def json_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any, json.JSONDecode
 
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"”')\]]))\s+(?=[\"“(\[]?[A-ZÀ-ÖØ-Þ0-9•\-])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 _ABBREVIATIONS = frozenset({"sr.", "sra.", "dr.", "dra.", "e.g.", "i.e.", "nº.", "art.", "inc.", "ltd.", "vs.", "p.", "pp.", "no.",
-                            "a.m.", "p.m.", "mr.", "mrs.", "ms.", "jr.", "st.", "u.s."})
+                            "a.m.", "p.m.", "mr.", "mrs.", "ms.", "jr.", "st.", "u.s.", "v."})
 
 
 _ENUMERATOR = re.compile(r"(?:^|\s)\d{1,2}[.)]$")
