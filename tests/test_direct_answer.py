@@ -651,3 +651,17 @@ def test_what_a_court_decided_is_read_through_the_synonyms_of_decide(ask):
     state = ask("What did the court decide in the restocking fee case?", tenant="globex")
     assert "ordered to refund the $187.50 fee" in state["answer"], state["answer"]
     assert "Martinez v. Globex Electronics Inc." in state["answer"], state["answer"]
+
+
+def test_one_value_of_the_asked_kind_in_a_sentence_of_another_language_is_the_answer(ask):
+    # The English question's best sentence is Portuguese: words cannot say which of its values is meant, but
+    # only one of them is an amount (the others are the channels' shares).
+    state = ask("What is the media budget of the 2026 winter playbook and how is it split?")
+    assert state["direct_answer"] == "R$ 3,9 milhões", state["answer"]
+    assert "Esta versão substitui" not in state["answer"], state["answer"]
+
+
+def test_a_value_belongs_to_the_measure_the_question_names(ask):
+    # "… up 19.3% year over year, … with a 6.8 business-day average lead time": the average is the 6.8.
+    state = ask("What is the average delivery time of e-commerce in the Northeast?")
+    assert state["direct_answer"] == "6.8 business-day", state["answer"]

@@ -152,9 +152,22 @@ def rankings(question: QuestionWords, sentences: Sequence[tuple[str, str, int, f
     return out
 
 
-def _nearest(spans: list[tuple[int, int]], sentence: str, question: QuestionWords) -> tuple[int, int]:
+def _measure_at(sentence: str, question: QuestionWords, named: frozenset[int], synonyms: Sequence[str]) -> list[tuple[int, int]]:
+    """Where `sentence` names the question's measure: its word (`named`, question-word indexes) or a synonym."""
+    if not named:
+        return []
+    folded = {fold(w) for w in synonyms}
+    return [(m.start(), m.end()) for m in _WORDS.finditer(sentence)
+            if question.held(m.group(0)) & named or fold(m.group(0)) in folded]
+
+
+def _nearest(spans: list[tuple[int, int]], sentence: str, question: QuestionWords,
+             measure_at: Sequence[tuple[int, int]] = ()) -> tuple[int, int]:
     """The span the question's words point at: first one whose label (the content word right before it)
-    is a question word ("Sudeste, 3,2; Nordeste, 6,8"). Then, a subject comes before its value ("the
+    is a question word ("Sudeste, 3,2; Nordeste, 6,8"). Then, when the sentence names the question's
+    measure (`measure_at`), the span closest to it on either side: a value belongs to its measure ("with a
+    6.8 business-day average lead time" for "the average delivery time", not the region's 19.3% growth
+    before it). Otherwise a subject comes before its value ("the
     media budget rises to R$ 3.9 million"): each question word among the eight content words before a
     span counts 1/distance (at its nearest), one among the four after a quarter of that, and a word
     beyond another span belongs to that one ("crescimento de 7,9% sobre 2024 e 3,0% acima da meta":
@@ -181,6 +194,8 @@ def _nearest(spans: list[tuple[int, int]], sentence: str, question: QuestionWord
                 weight[w] = max(weight.get(w, 0.0), 0.25 / distance)
         # The word right before a value is its label in a list ("Sudeste, 3,2; Nordeste, 6,8").
         labelled = 1 if before and before[-1] else 0
+        if measure_at:
+            return (labelled, -min(max(a - span[1], span[0] - b, 0) for a, b in measure_at), -span[0])
         return (labelled, sum(weight.values()), -span[0])
 
     return max(spans, key=pointed)
@@ -212,12 +227,20 @@ _LIST_GAP = re.compile(r"[^.!?]*[;,][^.!?]*")
 
 
 def _unit_after(sentence: str, end: int, question: QuestionWords) -> int | None:
-    """Where the unit after a value ends (up to two content words the question does not use), or None."""
+    """Where the unit after a value ends (up to two content words the question does not use: "6,8 dias
+    úteis"; one when the second is the question's own, "6.8 business-day average"), or None."""
     tail = _TAIL_WORDS.match(sentence, end)
     if tail:
         words = tail.group(0).split()
-        if all(question.analyzer.terms(w, question.language) and not question.held(w) for w in words):
-            return tail.end()
+        unit = ""
+        for w in words:
+            if not question.analyzer.terms(w, question.language):
+                return None  # "38% year over year": a stopword after it, no unit
+            if question.held(w):
+                break
+            unit = w
+        if unit:
+            return sentence.index(unit, end) + len(unit)
     return None
 
 
@@ -229,6 +252,8 @@ def _value_spans(sentence: str, months: Mapping[str, Sequence[str]] | None = Non
             and not any(start <= a and b <= end for start, end in dates)]
 
 
+# A day of the month in a date ("12 de fevereiro de 2026"), not a year alone ("setembro de 2025").
+_DAY = re.compile(r"(?<!\d)\d{1,2}(?!\d)")
 # The first day of a range written before a date: "from 24 to 30 November", "de 24 a 30 de novembro", "24–30".
 _RANGE_START = re.compile(r"\b\d{1,2}\s*(?:to|a|e|até|-|–|—)\s*$", re.IGNORECASE)
 
@@ -294,13 +319,25 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
     language (`wordless`), no words can say which of its values is asked for: the value comes from a
     sentence in the question's language that holds the focus word and scores at least
     `own_language_margin` of it ("412 mil seguidores" over "538,000 followers … 412,000 at the end of
-    Q3 2025"), else none is given — but a date, when the sentence holds that one date only ("When did Acme
-    open its store in Recife?": "12 de fevereiro de 2026")."""
+    Q3 2025"), else none is given — unless the sentence holds one date with its day, or one value of the
+    asked kind, only ("When did Acme open its store in Recife?": "12 de fevereiro de 2026")."""
     about = question.held(focus) if focus else frozenset()
     asked = fold(question.text)
 
     def weight(c: Candidate) -> float:
         return c.score * (1.5 if c.wordless or about & c.terms else 1.0)
+
+    def of_the_kind(c: Candidate) -> list[tuple[int, int]]:
+        """The spans of `c` that can be what is asked: not a date the question already names ("When will the
+        2026 collection launch?": 2026), of the asked kind."""
+        spans = [sp for sp in find(c.text) if method != "date" or fold(c.text[sp[0]:sp[1]].strip()) not in asked]
+        if percent_only:
+            # "What share came from the app": of "R$ 14,1 million (15.1%)" the share is the percentage.
+            return [sp for sp in spans if c.text[sp[0]:sp[1]].endswith("%")] or spans
+        if count_only or amount_only:
+            return [sp for sp in spans if not c.text[sp[0]:sp[1]].rstrip().endswith("%")
+                    and not (count_only and _CURRENCY_BEFORE.search(c.text[:sp[0]]))]
+        return spans
 
     ranked = sorted((c for c in candidates[:depth] if c.score >= floor), key=lambda c: -weight(c))
     named = question.held(measure) if measure else frozenset()
@@ -308,26 +345,25 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
         ranked = [c for c in ranked if c.wordless or named & c.terms or has_any_phrase(c.text, measure_synonyms)]
     if ranked and ranked[0].wordless:
         best = ranked[0]
-        if method == "date":
-            # A date reads the same in any language: a sentence that holds one date only leaves nothing to choose.
-            dates = [sp for sp in find(best.text) if fold(best.text[sp[0]:sp[1]].strip()) not in asked]
-            if len(dates) == 1:
-                return DirectAnswer(best.text[dates[0][0]:dates[0][1]].strip(), (best.doc_id,), method, best.text)
+        # A value of the asked kind (a count, an amount, a share) or a day's date reads the same in any language:
+        # a sentence that holds one only leaves nothing to choose ("12 de fevereiro de 2026"; "R$ 3,9 milhões"
+        # beside the channels' shares for "the media budget").
+        only = of_the_kind(best)
+        unambiguous = len(only) == 1 and (
+            (method == "date" and _DAY.search(best.text[only[0][0]:only[0][1]]))
+            or (method == "value" and (percent_only or count_only or amount_only)))
+        if unambiguous:
+            start, end = only[0]
+            text = _value_phrase(best.text, start, end, question) if method == "value" else best.text[start:end].strip()
+            return DirectAnswer(text, (best.doc_id,), method, best.text)
         ranked = [c for c in ranked if not c.wordless and about & c.terms
                   and weight(c) >= own_language_margin * weight(best)]
     for c in ranked:
         if c.wordless:
             return None
-        # A date the question already names ("When will the 2026 collection launch?": 2026) answers nothing.
-        spans = [sp for sp in find(c.text) if method != "date" or fold(c.text[sp[0]:sp[1]].strip()) not in asked]
-        if percent_only:
-            # "What share came from the app": of "R$ 14,1 million (15.1%)" the share is the percentage.
-            spans = [sp for sp in spans if c.text[sp[0]:sp[1]].endswith("%")] or spans
-        elif count_only or amount_only:
-            spans = [sp for sp in spans if not c.text[sp[0]:sp[1]].rstrip().endswith("%")
-                     and not (count_only and _CURRENCY_BEFORE.search(c.text[:sp[0]]))]
+        spans = of_the_kind(c)
         if spans:
-            start, end = _nearest(spans, c.text, question)
+            start, end = _nearest(spans, c.text, question, _measure_at(c.text, question, named, measure_synonyms))
             text = _value_phrase(c.text, start, end, question) if method == "value" else c.text[start:end].strip()
             return DirectAnswer(text, (c.doc_id,), method, c.text)
     return None
