@@ -492,6 +492,11 @@ class Languages:
     question_cues: Mapping[str, QuestionCues] = field(default_factory=dict)
     source_cues: Mapping[str, SourceCues] = field(default_factory=dict)
 
+    def synonyms(self, language: str) -> tuple[tuple[str, ...], ...]:
+        """The language's synonym rings (`question_cues.<language>.synonyms`); none for a language without cues."""
+        cues = self.question_cues.get(language)
+        return cues.synonyms if cues else ()
+
 
 @dataclass(frozen=True)
 class DocumentSettings:

@@ -350,8 +350,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     ranked first by meaning; a part nothing in the question's language covers, whose lead is in another
     language, is pointed to that document rather than said missing."""
     cfg = policy.compose
-    cues = policy.languages.question_cues.get(language)
-    synonyms = cues.synonyms if cues else ()
+    synonyms = policy.languages.synonyms(language)
     words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language, synonyms)
     # The direct answer reads each sentence with its document's title; the points do not (a title that
     # holds the question's words would bring in more of its document's sentences, cited for nothing).
@@ -583,11 +582,10 @@ def answer_coverage(evidence: str, answer: ExtractiveAnswer, chunks: list[Chunk]
 def direct_settings(policy, language: str) -> dict[str, Any]:
     """`direct_answer`'s lexicons and thresholds, from the policy."""
     cfg = policy.compose.direct
-    cues = policy.languages.question_cues.get(language)
     return dict(months=policy.languages.months, negations=policy.languages.negations.get(language, ()),
                 floor=cfg.sentence_floor, depth=cfg.depth, part_floor=cfg.part_floor, name_floor=cfg.name_floor,
                 name_margin=cfg.name_margin, own_language_margin=cfg.own_language_margin,
-                synonyms=cues.synonyms if cues else ())
+                synonyms=policy.languages.synonyms(language))
 
 
 def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer, policy,

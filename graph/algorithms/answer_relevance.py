@@ -163,8 +163,7 @@ def answer_relevance(question: str, answer: str, sources: Sequence[Source], lang
     passage = max((v for d, v in by_source if d in cited), default=0.0) / best
     # A part is covered through the policy's synonyms too ("divisão" says "dividido"; the composer answers
     # "what changed afterwards" with the list under "Actions taken …:", which it quotes).
-    cues = policy.languages.question_cues.get(language)
-    rings = cues.synonyms if cues else ()
+    rings = policy.languages.synonyms(language)
     held_or_synonym = frozenset().union(*(words.held(with_synonyms(c, rings)) for c in claims)) if rings else held
     parts = _parts(question, words, held_or_synonym, idf, share, policy, language)
     missing = tuple(p for p in parts if p.judged and p.share < cfg.part_floor)

@@ -315,8 +315,9 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
     an amount of money ("how many SKUs": "1,200", not the "50%" off them); when `amount_only`, no
     percentage ("41% da receita" is a share of it). A question that names its `measure` ("Qual foi a
     margem bruta …?") takes its value only from a sentence in its language that holds it, or one of its
-    `measure_synonyms` ("faturou" for "receita"): the season's revenue is no answer about its margin. When the best sentence is in another
-    language (`wordless`), no words can say which of its values is asked for: the value comes from a
+    `measure_synonyms` ("faturou" for "receita"): the season's revenue is no answer about its margin.
+    When the best sentence is in another language (`wordless`), no words can say which of its values is
+    asked for: the value comes from a
     sentence in the question's language that holds the focus word and scores at least
     `own_language_margin` of it ("412 mil seguidores" over "538,000 followers … 412,000 at the end of
     Q3 2025"), else none is given — unless the sentence holds one date with its day, or one value of the
@@ -326,6 +327,11 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
 
     def weight(c: Candidate) -> float:
         return c.score * (1.5 if c.wordless or about & c.terms else 1.0)
+
+    def answer_at(c: Candidate, span: tuple[int, int]) -> DirectAnswer:
+        start, end = span
+        text = _value_phrase(c.text, start, end, question) if method == "value" else c.text[start:end].strip()
+        return DirectAnswer(text, (c.doc_id,), method, c.text)
 
     def of_the_kind(c: Candidate) -> list[tuple[int, int]]:
         """The spans of `c` that can be what is asked: not a date the question already names ("When will the
@@ -353,9 +359,7 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
             (method == "date" and _DAY.search(best.text[only[0][0]:only[0][1]]))
             or (method == "value" and (percent_only or count_only or amount_only)))
         if unambiguous:
-            start, end = only[0]
-            text = _value_phrase(best.text, start, end, question) if method == "value" else best.text[start:end].strip()
-            return DirectAnswer(text, (best.doc_id,), method, best.text)
+            return answer_at(best, only[0])
         ranked = [c for c in ranked if not c.wordless and about & c.terms
                   and weight(c) >= own_language_margin * weight(best)]
     for c in ranked:
@@ -363,9 +367,7 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
             return None
         spans = of_the_kind(c)
         if spans:
-            start, end = _nearest(spans, c.text, question, _measure_at(c.text, question, named, measure_synonyms))
-            text = _value_phrase(c.text, start, end, question) if method == "value" else c.text[start:end].strip()
-            return DirectAnswer(text, (c.doc_id,), method, c.text)
+            return answer_at(c, _nearest(spans, c.text, question, _measure_at(c.text, question, named, measure_synonyms)))
     return None
 
 
@@ -419,6 +421,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         # region, up 19.3%, driven by the Fortaleza and Salvador stores"): its names count twice.
         clause = next((fold(piece) for piece in _CLAUSE_SPLIT.split(c.text)
                        if focus and re.search(rf"(?<!\w){re.escape(focus)}", fold(piece))), "")
+        folded = fold(c.text) if focus else ""
         for name, opening in dict.fromkeys(found):
             key = fold(name)
             if (opening and key not in mid_sentence) or re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked):
@@ -427,7 +430,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
             # A name right after the focus word's phrase is that phrase's name: "a diretora de expansão,
             # Carla Menezes, …", "OpenAI's CEO Sam Altman".
             if focus and re.search(rf"(?<!\w){re.escape(focus)}\w*(?:\s+\w+){{0,3}},?\s+{re.escape(key)}(?!\w)",
-                                   fold(c.text)):
+                                   folded):
                 about = 2.5
             weight[key] += c.score * about
             where.setdefault(key, c)
