@@ -247,6 +247,10 @@ class CrossLingual:
     # between them, or there are none: a subject nothing in its own language speaks of ("carbon emissions")
     # is more likely absent than written in the other language.
     attested_share: float = field(default=0.6, metadata=_SHARE)
+    # Or when the chunk nearest the question in meaning is in another language, by at least this much cosine
+    # over the nearest in its own: a Portuguese question over an English report ("vendas líquidas da Globex
+    # no primeiro trimestre") has no own-language chunk holding its words, but its meaning points elsewhere.
+    meaning_margin: float = field(default=0.06, metadata=_SHARE)
 
 
 @dataclass(frozen=True)
@@ -452,6 +456,9 @@ class QuestionCues:
     share_words: tuple[str, ...] = ()     # anywhere: the value asked is a percentage ("what share")
     count_cues: tuple[str, ...] = ()      # how-much cues that ask for a count ("how many"): no percentage, no amount
     amount_words: tuple[str, ...] = ()    # quantity words whose value is an amount ("revenue"), not a percentage
+    # Where the word that says which kind of a measure is asked stands: after it in Portuguese ("taxa de
+    # devolução", "receita bruta"), before it in English ("return rate", "gross revenue").
+    qualifier_side: str = field(default="after", metadata=rule(lambda v: v in ("before", "after"), "before or after"))
     # A which-question asks for a name when its cue always does ("which" in English: `name_cues`) or when
     # it is about a kind of entity ("what company", "qual região": `entity_nouns`); about anything else
     # ("Qual a duração …", "What is the purpose …") its answer is a phrase, and no name is given for it.

@@ -43,6 +43,8 @@ from graph.algorithms.direct_answer import (
     DirectAnswer,
     QuestionWords,
     direct_answer,
+    holds_measure,
+    holds_value,
     names_in,
     rankings,
     side_value,
@@ -50,7 +52,7 @@ from graph.algorithms.direct_answer import (
 )
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.passages import block_after, claim_sentences
-from graph.algorithms.question_form import KINDS, asked_act, question_form
+from graph.algorithms.question_form import KINDS, QuestionForm, asked_act, question_form
 from graph.algorithms.text import (
     YEAR,
     Analyzer,
@@ -176,6 +178,11 @@ def answer_rankings(question: QuestionWords, chunks: list[Chunk],
                     header_weights)
 
 
+def answered_by_meaning(chunks: list[Chunk], language: str) -> bool:
+    """The best evidence is in another language than the question: the answer is chosen by meaning."""
+    return bool(chunks) and in_another_language(chunks[0], language)
+
+
 def in_another_language(chunk: Chunk, language: str) -> bool:
     """The chunk's text is in another language than the question (its metadata says which)."""
     return ((chunk.get("metadata") or {}).get("language") or language) != language
@@ -272,6 +279,17 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     return picked
 
 
+def measure_elsewhere(candidates: list[Candidate], words: QuestionWords, form: QuestionForm,
+                      synonyms: Sequence[Sequence[str]]) -> bool:
+    """The question names a measure (`form.measure`) that no sentence in its language speaks of
+    (`holds_measure`, its qualifier included), while sentences in another language are at hand."""
+    if not form.measure or not any(c.wordless for c in candidates):
+        return False
+    mates = [w for w in ring_mates(form.measure, synonyms) if fold(w) != form.measure]
+    return not any(holds_measure(c, words, form.measure, mates, form.qualifier_side)
+                   for c in candidates if not c.wordless)
+
+
 def period_words(words: QuestionWords, policy) -> frozenset[int]:
     """The question words that only say when: numbers ("2026", "Q1"), months and the policy's time words
     ("trimestre", "quarter"), as indexes into `words`."""
@@ -345,8 +363,9 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
                       part_leads: dict[str, Chunk] | None = None) -> ExtractiveAnswer:
     """The deterministic answer: the direct answer first (when the evidence gives one), then only the
     points that support it or answer another part of the question, then the parts nothing covers.
-    `relevance` (`meaning_relevance`, for evidence in another language): sentences are ranked and
-    chosen by meaning as well as by words. `part_leads` (`part_leads`): the chunk each part's own search
+    `relevance` (`meaning_relevance`, for evidence in another language): when the best chunk is in
+    another language, sentences are ranked and chosen by meaning as well as by words; otherwise only
+    when nothing in the question's language speaks of the measure it asks for (`measure_elsewhere`). `part_leads` (`part_leads`): the chunk each part's own search
     ranked first by meaning; a part nothing in the question's language covers, whose lead is in another
     language, is pointed to that document rather than said missing."""
     cfg = policy.compose
@@ -354,7 +373,9 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language, synonyms)
     # The direct answer reads each sentence with its document's title; the points do not (a title that
     # holds the question's words would bring in more of its document's sentences, cited for nothing).
-    candidates, titled = answer_rankings(words, chunks, relevance, (0.0, cfg.direct.header_weight))
+    by_meaning = relevance is not None and answered_by_meaning(chunks, language)
+    ranking_relevance = relevance if by_meaning else None
+    candidates, titled = answer_rankings(words, chunks, ranking_relevance, (0.0, cfg.direct.header_weight))
     if not candidates:
         return ExtractiveAnswer([], None, False, [])
     form = question_form(question, language, policy.languages.question_cues)
@@ -362,7 +383,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     doc_titles = document_titles(chunks)
     # Nothing of another period than the question names, the direct answer included.
     # A yes/no question that compares ("Does X report …, while Y …?") asks yes or no, not each side's value.
-    found = (answer_by_part(parts, chunks, language, analyzer, policy, relevance,
+    found = (answer_by_part(parts, chunks, language, analyzer, policy, ranking_relevance,
                             form.compares and form.kind in ("open", "which", "how_much"))
              or direct_answer(question, form, parts, of_the_period(titled, question, doc_titles), words,
                               **direct_settings(policy, language)))
@@ -379,9 +400,16 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     lead_in: dict[int, str] = {}  # the heading a list's first point is quoted with
     if form.kind == "open" and len(titles[chunks[0]["docId"]]) >= cfg.direct.document_share * len(words):
         picked = document_points(candidates, chunks[0], max_points, cfg.max_answer_chars, words)
+    elif relevance is not None and not by_meaning and measure_elsewhere(candidates, words, form, synonyms):
+        # Nothing in the question's language speaks of the measure asked ("a taxa de devolução online" beside
+        # a refund case and a conversion rate): the points are the other language's, ranked by meaning.
+        by_meaning_there = answer_candidates(words, [c for c in chunks if in_another_language(c, language)], relevance)
+        picked = select_points(by_meaning_there, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
+                               first, titles, by_meaning=True, doc_titles=doc_titles)
+        candidates = [*candidates, *by_meaning_there]
     else:
         picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
-                               first, titles, by_meaning=relevance is not None, doc_titles=doc_titles,
+                               first, titles, by_meaning=by_meaning, doc_titles=doc_titles,
                                period=period)
         if not picked and found is None:
             # Every sentence that matches only repeats its document's title ("Quais ações o playbook de
@@ -419,7 +447,11 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     if form.compares and len(parts) > 1:
         picked.sort(key=lambda c: listed.get(id(c), _part_of(c, parts, words)))
     elif found is None and form.kind != "open" and not listed:  # an explanation keeps its passage in order
-        best = min(picked, key=lambda c: order[id(c)], default=None)
+        # A value question opens with a sentence that gives a value ("net sales reached $968.3 million"),
+        # not with a better-ranked one that only speaks of the subject ("the strongest growth since 2021").
+        valued = form.kind == "how_much" and any(holds_value(c.text, policy.languages.months) for c in picked)
+        best = min(picked, key=lambda c: (valued and not holds_value(c.text, policy.languages.months), order[id(c)]),
+                   default=None)
         picked.sort(key=lambda c: (c is not best, c.rank, order[id(c)]))
     lines += [f"- {_cite(' '.join(filter(None, [lead_in.get(id(c)), c.text])), [c.doc_id])}" for c in picked]
     # A part answered by the list under a heading that names it is covered, whatever words the list uses.
@@ -435,7 +467,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     other_language_at_hand = any(in_another_language(c, language) for c in chunks)
     elsewhere: dict[str, Chunk] = {}
     missing: list[str] = []
-    if relevance is None or not other_language_at_hand:
+    if not by_meaning or not other_language_at_hand:
         for part in uncovered:
             lead = leads.get(part)
             if lead is not None and in_another_language(lead, language):
@@ -849,9 +881,9 @@ def draft_direct_answer(draft: str, question: str, language: str, policy) -> str
 
 def cross_lingual_relevance(question: str, language: str, chunks: list[Chunk], policy, ctx: Context,
                             notes: list[str]) -> Callable[[list[str]], list[float]] | None:
-    """`meaning_relevance` when the best chunk is in another language than the question, else None (words
-    do the work). With no sentence embedder the answer stays lexical, and `notes` say so."""
-    if not chunks or not in_another_language(chunks[0], language):
+    """`meaning_relevance` when a chunk is in another language than the question, else None (words do the
+    work). With no sentence embedder the answer stays lexical, and `notes` say so."""
+    if not any(in_another_language(chunk, language) for chunk in chunks):
         return None
     try:
         embeddings = embeddings_for(ctx)

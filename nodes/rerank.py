@@ -68,6 +68,16 @@ def question_language_share(chunks: list[Chunk], neighbours: int) -> float | Non
     return 1.0 - sum(OTHER_LANGUAGE_FLAG in (c.get("flags") or ()) for c in nearest) / len(nearest)
 
 
+def nearest_in_other_language(chunks: list[Chunk], margin: float) -> bool:
+    """True when the chunk most similar to the question is in another language, by at least `margin`
+    cosine over the most similar one in the question's language (the engine's language-neutral signal)."""
+    best = {True: 0.0, False: 0.0}
+    for c in chunks:
+        other = OTHER_LANGUAGE_FLAG in (c.get("flags") or ())
+        best[other] = max(best[other], c.get("similarity") or 0.0)
+    return best[True] > 0.0 and best[True] >= best[False] + margin
+
+
 def blend(weights: RerankWeights, long_weights: RerankWeights | None, length_share: float) -> RerankWeights:
     """A question's weights: `weights` for a short one, `long_weights` for a long one, linear in between."""
     if long_weights is None or length_share <= 0:
@@ -89,7 +99,8 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
     weights by the question's `length_share` (`rerank.long_questions`). When the question's
     nearest chunks are partly in another language, the lexical weights shrink to that share and such
     chunks count their dense relevance as lexical (`rerank.cross_lingual`), provided the chunks in its
-    own language hold most of its words, or there are none."""
+    own language hold most of its words, or there are none, or the chunk nearest it in meaning is in
+    another language."""
     default = ModelRerankSettings(cfg.weights, cfg.dense_calibration)
     by_collection = by_collection or {}
     share = question_language_share(chunks, cfg.cross_lingual.neighbours)
@@ -98,9 +109,11 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
     c_terms = [set(c.get("matchedTerms") or ()) for c in chunks]
     idf = term_weights(question_terms, c_terms)
     # Words missing across languages are missing evidence, not evidence against, only where the question's
-    # subject is attested: the chunks in its own language hold most of its words, or there are none to ask.
+    # subject is attested: the chunks in its own language hold most of its words, or there are none to ask,
+    # or its meaning is nearest to text in another language.
     own = [t for c, t in zip(chunks, c_terms) if OTHER_LANGUAGE_FLAG not in (c.get("flags") or ())]
-    attested = not own or lexical_coverage(idf, set().union(*own)) >= cfg.cross_lingual.attested_share
+    attested = (not own or lexical_coverage(idf, set().union(*own)) >= cfg.cross_lingual.attested_share
+                or nearest_in_other_language(chunks, cfg.cross_lingual.meaning_margin))
     best_fused = max((c["scores"].get("fused", 0.0) for c in chunks), default=0.0) or 1.0
     # The engine's BM25 score (corpus IDF, term frequency, length norm), relative to the best one.
     best_bm25 = max((c["scores"].get("lexical") or 0.0 for c in chunks), default=0.0) or 1.0

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from conftest import matches_phrase
 
-from graph.algorithms.direct_answer import QuestionWords, direct_answer, rank_sentences
+from graph.algorithms.direct_answer import QuestionWords, direct_answer, measure_qualifiers, rank_sentences
 from graph.algorithms.question_form import asked_act, question_form
 from graph.algorithms.routing import part_routes
 from graph.algorithms.text import get_analyzer, with_synonyms
@@ -665,3 +665,59 @@ def test_a_value_belongs_to_the_measure_the_question_names(ask):
     # "… up 19.3% year over year, … with a 6.8 business-day average lead time": the average is the 6.8.
     state = ask("What is the average delivery time of e-commerce in the Northeast?")
     assert state["direct_answer"] == "6.8 business-day", state["answer"]
+
+
+@pytest.mark.parametrize("question, language, qualifier", [
+    ("Qual é a taxa de devolução online da Acme?", "pt", "devolução"),   # after the measure, past "de"
+    ("Qual foi a receita bruta da Acme no primeiro semestre de 2025?", "pt", "bruta"),
+    ("Qual foi a receita da Globex Brasil em 2025?", "pt", None),         # a name does not narrow it
+    ("What is Acme's online return rate?", "en", "return"),               # before it in English
+    ("Which sales channel grew fastest in Q1 2026?", "en", None),         # "sales" narrows "channel"
+])
+def test_the_word_that_narrows_a_measure_is_read_on_its_languages_side(policy, question, language, qualifier):
+    form = question_form(question, language, policy.languages.question_cues)
+    words = QuestionWords(question, get_analyzer(policy), language)
+    found = [words.words[i][0] for i in measure_qualifiers(words, form.measure, form.qualifier_side)]
+    assert found == ([qualifier] if qualifier else []), (form.measure, found)
+
+
+def test_a_rate_of_another_kind_is_no_answer_about_the_rate_asked(policy):
+    # "taxa de devolução" asked; the campaign's sentence gives its conversion rate and CTR.
+    question = "Qual é a taxa de devolução online da Acme?"
+    assert _answer(policy, question, "pt", [
+        ("tiktok", "A campanha gerou R$ 1,73 milhão, com CTR de 3,4% e taxa de conversão de 2,1%."),
+    ]) is None
+    found = _answer(policy, question, "pt", [
+        ("tiktok", "A campanha gerou R$ 1,73 milhão, com CTR de 3,4% e taxa de conversão de 2,1%."),
+        ("ops", "A taxa de devolução online da Acme foi de 9,8% dos pedidos em 2025."),
+    ])
+    assert found is not None and found.text == "9,8%" and found.doc_ids == ("ops",)
+
+
+def test_a_time_of_day_is_no_amount(policy):
+    found = _answer(policy, "What is the revenue target for Black Friday 2025?", "en", [
+        ("bf", ("Early access starts on 20 November 2025 at 8 p.m. The revenue target for the week is R$ 21 "
+                "million across all channels.")),
+    ])
+    assert found is not None and found.text == "R$ 21 million", found
+
+
+def test_a_function_word_of_the_sentences_language_is_no_unit(ask):
+    # An English question over a Portuguese sentence: "em" (of "em 2025") is no unit of the amount.
+    state = ask("What was Globex Brasil's revenue in 2025?", tenant="globex")
+    assert state["direct_answer"] == "R$ 742,6 milhões", state["answer"]
+
+
+def test_a_measure_only_the_other_language_speaks_of_is_answered_from_it(ask):
+    # The Portuguese documents hold "devolução" (a refund case) and "taxa" (a conversion rate), never the
+    # online return rate; the English returns report does.
+    state = ask("Qual é a taxa de devolução online da Acme?")
+    assert state["direct_answer"] is None, state["answer"]  # two rates in the English sentence: no guess
+    first = state["answer"].split("\n")[0]
+    assert "9.8%" in first and "[acme-ops-returns-2026]" in first, state["answer"]
+    assert "3,4%" not in state["answer"] and "2,1%" not in state["answer"], state["answer"]
+
+
+def test_a_value_question_opens_with_a_sentence_that_gives_a_value(ask):
+    state = ask("Quais foram as vendas líquidas da Globex no primeiro trimestre de 2026?", tenant="globex")
+    assert state["answer"].startswith("- Globex Electronics net sales reached $968.3 million"), state["answer"]

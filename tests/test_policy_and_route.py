@@ -244,11 +244,15 @@ _ESCAPING_FIELDS = [
     pytest.param(lambda r: r["decomposition"]["lexicons"].__setitem__("pt", ["e", "ou"]), "decomposition.lexicons.pt"),
     pytest.param(lambda r: r["judge"].__setitem__("thresholds", {"ok": "high", "block": 0.5}), "judge.thresholds"),
     pytest.param(lambda r: r["languages"]["markers"].__setitem__("pt", 5), "languages.markers"),
+    pytest.param(lambda r: r["languages"]["question_cues"]["en"].__setitem__("qualifier_side", "left"),
+                 "languages.question_cues.en.qualifier_side"),
+    pytest.param(lambda r: r["rerank"]["cross_lingual"].__setitem__("meaning_margin", 2), "rerank.cross_lingual"),
 ]
 
 
 @pytest.mark.parametrize(("mutate", "field"), _ESCAPING_FIELDS,
-                         ids=["profile-list", "lexicon-list", "threshold-str", "markers-int"])
+                         ids=["profile-list", "lexicon-list", "threshold-str", "markers-int", "qualifier-side",
+                              "meaning-margin"])
 def test_bad_field_type_is_a_policy_error_and_graph_survives(write_policy, tmp_path, mutate, field):
     path = write_policy(mutate)
     with pytest.raises(PolicyError, match=field.replace(".", r"\.")):
@@ -328,3 +332,12 @@ def test_denied_intent_via_graph_even_if_also_allowed(write_policy, tmp_path):
     assert not state.get("hits")
     assert matches_phrase(state["answer"], "pt", "retrieval_disabled")
     assert len(state["suggestions"]) == 3
+
+
+@pytest.mark.parametrize("question, language", [
+    ("Quantas lojas fazem ship-from-store?", "pt"),  # an English term of the trade in a Portuguese question
+    ("Quanta receita a Acme fez no app?", "pt"),
+    ("How many stores ship from store?", "en"),
+])
+def test_the_questions_language_is_read_from_its_function_words(ctx, question, language):
+    assert route_gate({"question": question}, runtime_for(ctx))["language"] == language

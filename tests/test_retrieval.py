@@ -331,18 +331,43 @@ def test_english_question_finds_the_portuguese_playbook(ask):
 
 
 def test_a_subject_nothing_in_the_questions_language_speaks_of_is_not_imputed():
-    # The English chunks hold none of the question's rarer words: the Portuguese chunk's missing words
-    # are not taken for a match, and the scores are the one-language ones.
+    # The English chunks hold none of the question's rarer words, and the nearest chunk in meaning is
+    # Portuguese by less than the margin: the Portuguese chunk's missing words are not taken for a match,
+    # and the scores are the one-language ones.
     settings = load_policy().rerank
-    foreign = _candidate("pt", 0.50, [], 0.0, same_language=False)
+    margin = settings.cross_lingual.meaning_margin
+    foreign = _candidate("pt", 0.2 + margin / 2, [], 0.0, same_language=False)
     english = [_candidate(f"en{i}", 0.2, [1], 1.0, same_language=True) for i in range(4)]
-    others = [_candidate(f"pt{i}", 0.3, [], 0.0, same_language=False) for i in range(5)]
+    others = [_candidate(f"pt{i}", 0.18, [], 0.0, same_language=False) for i in range(5)]
     ranked = base_scores({1, 2, 3, 4, 5}, [foreign, *english, *others], settings)
     assert all("question_language_share" not in c["scores"] for c in ranked)
     # Once the English chunks attest the subject, the same Portuguese chunk is weighed by meaning.
     english = [_candidate(f"en{i}", 0.2, [1, 2, 3, 4, 5], 1.0, same_language=True) for i in range(4)]
     ranked = base_scores({1, 2, 3, 4, 5}, [foreign, *english, *others], settings)
-    assert ranked[0]["id"] == "pt" and "question_language_share" in ranked[0]["scores"]
+    assert "question_language_share" in ranked[0]["scores"]
+
+
+def test_a_question_whose_meaning_is_nearest_to_the_other_language_is_weighed_by_meaning():
+    # "Quais foram as vendas líquidas da Globex no primeiro trimestre de 2026?" over an English report: the
+    # Portuguese chunks share a few of its words only, but the English report is nearest in meaning by more
+    # than the margin. Its missing words are missing across languages, not evidence against it.
+    settings = load_policy().rerank
+    margin = settings.cross_lingual.meaning_margin
+    report = _candidate("en-report", 0.40 + margin + 0.01, [5], 1.0, same_language=False)
+    portuguese = [_candidate(f"pt{i}", 0.40, [1, 2], 4.0, same_language=True) for i in range(4)]
+    others = [_candidate(f"en{i}", 0.3, [], 0.0, same_language=False) for i in range(5)]
+    ranked = base_scores({1, 2, 3, 4, 5}, [report, *portuguese, *others], settings)
+    assert ranked[0]["id"] == "en-report" and "question_language_share" in ranked[0]["scores"]
+    # Nearer by less than the margin: the word matches in the question's language keep the lead.
+    report["similarity"] = 0.40 + margin - 0.01
+    ranked = base_scores({1, 2, 3, 4, 5}, [report, *portuguese, *others], settings)
+    assert ranked[0]["id"] != "en-report" and "question_language_share" not in ranked[0]["scores"]
+
+
+def test_a_portuguese_question_finds_the_english_report_of_the_samples(ask):
+    state = ask("Quais foram as vendas líquidas da Globex no primeiro trimestre de 2026?", tenant="globex")
+    assert state["reranked"][0]["docId"] == "globex-bi-2026-q1-sales"
+    assert state["coverage_level"] != "none" and "$968.3 million" in state["answer"].split("\n")[0], state["answer"]
 
 
 def test_a_null_question_in_english_over_the_mixed_samples_still_finds_nothing(ask):

@@ -152,6 +152,44 @@ def rankings(question: QuestionWords, sentences: Sequence[tuple[str, str, int, f
     return out
 
 
+def measure_qualifiers(question: QuestionWords, measure: str, side: str = "after") -> frozenset[int]:
+    """The question words that say which of its kind the `measure` is (indexes into `question.words`):
+    "devolução" of "taxa de devolução", "bruta" of "receita bruta" (`side` "after": the content word right
+    after the measure, or after one function word between); "return" of "online return rate" (`side`
+    "before": the content word right before it; "sales" of "Which sales channel" is narrowed by nothing).
+    Not a name ("a receita da Globex"), nor a word with a digit ("Q1", a year)."""
+    tokens = _WORDS.findall(question.text)
+    at = next((i for i, t in enumerate(tokens) if fold(t) == measure), None)
+    if at is None:
+        return frozenset()
+    content = {fold(w) for w, _ in question.words}
+
+    def qualifier(word: str | None) -> bool:
+        return (word is not None and fold(word) in content and fold(word) != measure and not word[0].isupper()
+                and not any(ch.isdigit() for ch in word))
+
+    if side == "before":
+        word = tokens[at - 1] if at > 0 else None
+    else:
+        word = tokens[at + 1] if at + 1 < len(tokens) else None
+        if word is not None and fold(word) not in content and at + 2 < len(tokens):
+            word = tokens[at + 2]  # past one function word ("taxa de devolução")
+    return question.held(word) if qualifier(word) else frozenset()
+
+
+def holds_measure(candidate: Candidate, question: QuestionWords, measure: str, synonyms: Sequence[str] = (),
+                  qualifier_side: str = "after") -> bool:
+    """The sentence speaks of the question's `measure`: it holds the word or one of its `synonyms`, and
+    the word that qualifies it in the question (`measure_qualifiers`) — a conversion rate is no answer
+    about the return rate. True when the question names no measure."""
+    named = question.held(measure) if measure else frozenset()
+    if not named:
+        return True
+    qualifiers = measure_qualifiers(question, measure, qualifier_side) - named
+    return bool((named & candidate.terms or has_any_phrase(candidate.text, synonyms))
+                and (not qualifiers or qualifiers & candidate.terms))
+
+
 def _measure_at(sentence: str, question: QuestionWords, named: frozenset[int], synonyms: Sequence[str]) -> list[tuple[int, int]]:
     """Where `sentence` names the question's measure: its word (`named`, question-word indexes) or a synonym."""
     if not named:
@@ -228,13 +266,16 @@ _LIST_GAP = re.compile(r"[^.!?]*[;,][^.!?]*")
 
 def _unit_after(sentence: str, end: int, question: QuestionWords) -> int | None:
     """Where the unit after a value ends (up to two content words the question does not use: "6,8 dias
-    úteis"; one when the second is the question's own, "6.8 business-day average"), or None."""
+    úteis"; one when the second is the question's own, "6.8 business-day average"), or None. A function
+    word of any language is no unit: the sentence may be in another language than the question ("R$ 742,6
+    milhões em 2025" for an English question)."""
     tail = _TAIL_WORDS.match(sentence, end)
     if tail:
         words = tail.group(0).split()
         unit = ""
+        analyzer = question.analyzer
         for w in words:
-            if not question.analyzer.terms(w, question.language):
+            if not all(analyzer.terms(w, language) for language in {question.language, *analyzer.languages}):
                 return None  # "38% year over year": a stopword after it, no unit
             if question.held(w):
                 break
@@ -244,12 +285,25 @@ def _unit_after(sentence: str, end: int, question: QuestionWords) -> int | None:
     return None
 
 
+# A time of day right after a number: "8 p.m.", "8pm", "20h", "20h30", "8:30".
+_CLOCK = re.compile(r"\s*(?:[ap]\.\s?m\.|[ap]m(?!\w)|h(?:\d{2})?(?!\w)|:\d{2})", re.IGNORECASE)
+_CLOCK_MINUTES = re.compile(r"\d[:h]$")  # the "30" of "8:30" or "20h30"
+
+
 def _value_spans(sentence: str, months: Mapping[str, Sequence[str]] | None = None) -> list[tuple[int, int]]:
     """Amounts, counts and percentages; a bare year is a date, not an amount ("in 2025"), and so, with the
-    `months` to read dates by, is a day ("12" of "em 12 de fevereiro de 2026" counts no stores)."""
+    `months` to read dates by, is a day ("12" of "em 12 de fevereiro de 2026" counts no stores); a time
+    of day is no amount either ("at 8 p.m." is no revenue target)."""
     dates = _dates_written(sentence, months) if months else []
     return [(a, b) for a, b in value_spans(sentence) if not YEAR.fullmatch(sentence[a:b])
-            and not any(start <= a and b <= end for start, end in dates)]
+            and not any(start <= a and b <= end for start, end in dates)
+            and not _CLOCK.match(sentence, b) and not _CLOCK_MINUTES.search(sentence, 0, a)]
+
+
+def holds_value(sentence: str, months: Mapping[str, Sequence[str]] | None = None) -> bool:
+    """The sentence gives an amount, a count or a percentage (`_value_spans`: a year, a day or a time of
+    day is none)."""
+    return bool(_value_spans(sentence, months))
 
 
 # A day of the month in a date ("12 de fevereiro de 2026"), not a year alone ("setembro de 2025").
@@ -308,14 +362,16 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
                 question: QuestionWords, floor: float, depth: int, focus: str | None,
                 percent_only: bool = False, own_language_margin: float = 1.0,
                 measure: str = "", count_only: bool = False, amount_only: bool = False,
-                measure_synonyms: Sequence[str] = ()) -> DirectAnswer | None:
+                measure_synonyms: Sequence[str] = (), qualifier_side: str = "after") -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
     first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
     percentage when `percent_only` and the sentence has one; when `count_only`, neither a percentage nor
     an amount of money ("how many SKUs": "1,200", not the "50%" off them); when `amount_only`, no
     percentage ("41% da receita" is a share of it). A question that names its `measure` ("Qual foi a
     margem bruta …?") takes its value only from a sentence in its language that holds it, or one of its
-    `measure_synonyms` ("faturou" for "receita"): the season's revenue is no answer about its margin.
+    `measure_synonyms` ("faturou" for "receita"): the season's revenue is no answer about its margin; and
+    the words that qualify the measure in the question (`measure_qualifiers`): "taxa de conversão de 2,1%"
+    is no answer about "a taxa de devolução".
     When the best sentence is in another language (`wordless`), no words can say which of its values is
     asked for: the value comes from a
     sentence in the question's language that holds the focus word and scores at least
@@ -348,7 +404,7 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
     ranked = sorted((c for c in candidates[:depth] if c.score >= floor), key=lambda c: -weight(c))
     named = question.held(measure) if measure else frozenset()
     if named:
-        ranked = [c for c in ranked if c.wordless or named & c.terms or has_any_phrase(c.text, measure_synonyms)]
+        ranked = [c for c in ranked if c.wordless or holds_measure(c, question, measure, measure_synonyms, qualifier_side)]
     if ranked and ranked[0].wordless:
         best = ranked[0]
         # A value of the asked kind (a count, an amount, a share) or a day's date reads the same in any language:
@@ -563,7 +619,8 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
         return _from_spans(candidates, lambda text: _value_spans(text, months), "value", question, floor, depth,
                            _focus_noun(form, question), form.wants_share, own_language_margin, form.measure,
                            form.wants_count, form.wants_amount,
-                           [w for w in ring_mates(form.measure, synonyms) if fold(w) != form.measure])
+                           [w for w in ring_mates(form.measure, synonyms) if fold(w) != form.measure],
+                           form.qualifier_side)
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question), own_language_margin=own_language_margin)

@@ -53,6 +53,8 @@ class QuestionForm:
     # An amount is asked ("Qual foi a receita …": the measure is one of the policy's `amount_words`): not a
     # percentage ("41% da receita" is a share of it).
     wants_amount: bool = False
+    # Where a word that narrows the measure stands in this language (`QuestionCues.qualifier_side`).
+    qualifier_side: str = "after"
 
     @property
     def wants_short_answer(self) -> bool:
@@ -124,5 +126,5 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
             wants_count = kind == "how_much" and fold(cue) in {fold(c) for c in lexicon.count_cues}
             wants_amount = bool(measure) and not wants_share and fold(measure) in {fold(w) for w in lexicon.amount_words}
             return QuestionForm(kind, cue, compares, after, wants_share, wants_name, measure, wants_count,
-                                wants_amount)
+                                wants_amount, lexicon.qualifier_side)
     return QuestionForm("open", "", compares, (), wants_share)

@@ -214,6 +214,11 @@ class Analyzer:
             self._models[name] = Bm25(Bm25Config(language=name))
         return self._models[name]
 
+    @property
+    def languages(self) -> tuple[str, ...]:
+        """The languages it analyses (the policy's `languages.analyzers`)."""
+        return tuple(self._languages)
+
     def _terms(self, text: str, lang: str) -> frozenset[int]:
         return frozenset(self.model(lang).embed_query(text).indices)
 
