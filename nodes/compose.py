@@ -536,12 +536,16 @@ def held_with_titles(sentences: list[Candidate], titles: dict[str, frozenset[int
 
 def unattested_measure(measure: str, language: str, chunks: list[Chunk], analyzer: Analyzer) -> str | None:
     """The measure a value question asks for (`QuestionForm.measure`: "salário" of "Qual é o salário médio
-    …?") when no relevant chunk, title included, holds it; None otherwise, and always when some evidence
-    is in another language (its words cannot be looked for)."""
-    if not measure or not chunks or any(in_another_language(c, language) for c in chunks):
+    …?") when no relevant chunk in the question's language, title included, holds it; None otherwise, and
+    always when the best evidence is in another language (its words cannot be looked for, and it was
+    chosen by meaning). Text in another language ranked below text in the question's language that does
+    not speak of the measure is no sign that it is answered ("What is the average salary of Acme store
+    staff?" over the English channel report and Portuguese playbooks)."""
+    if not measure or not chunks or answered_by_meaning(chunks, language):
         return None
     asked = analyzer.terms(measure, language)
-    held = any(asked & analyzer.terms(f"{_title(c)} {c['content']}", language) for c in chunks)
+    held = any(asked & analyzer.terms(f"{_title(c)} {c['content']}", language) for c in chunks
+               if not in_another_language(c, language))
     return None if held or not asked else measure
 
 

@@ -721,3 +721,27 @@ def test_a_measure_only_the_other_language_speaks_of_is_answered_from_it(ask):
 def test_a_value_question_opens_with_a_sentence_that_gives_a_value(ask):
     state = ask("Quais foram as vendas líquidas da Globex no primeiro trimestre de 2026?", tenant="globex")
     assert state["answer"].startswith("- Globex Electronics net sales reached $968.3 million"), state["answer"]
+
+
+@pytest.mark.parametrize("question, language, measure", [
+    ("What is the average salary of Acme store staff?", "en", "salary"),  # English puts the head last
+    ("What is the total media budget of the Winter Tech Fest 2026?", "en", "budget"),
+    ("What was Globex's net profit in 2025?", "en", "profit"),
+    ("Qual é o salário médio dos vendedores das lojas da Acme?", "pt", "salário"),  # Portuguese first
+    ("Qual é o orçamento total de mídia do playbook?", "pt", "orçamento"),
+])
+def test_the_measure_is_the_head_of_its_noun_phrase(policy, question, language, measure):
+    assert question_form(question, language, policy.languages.question_cues).measure == measure
+
+
+@pytest.mark.parametrize("question, tenant, measure", [
+    ("What is the average salary of Acme store staff?", "acme", "salary"),
+    ("What was Globex's net profit in 2025?", "globex", "profit"),
+])
+def test_a_measure_no_text_in_the_questions_language_holds_is_unanswered_over_mixed_evidence(
+        ask, question, tenant, measure):
+    # Portuguese chunks rank below English ones that never speak of the measure: they are no sign that it
+    # is answered (the best evidence is in the question's language, chosen by its words).
+    state = ask(question, tenant=tenant)
+    assert state["coverage_level"] == "none" and not state["citations_used"], state["answer"]
+    assert measure in state["answer"], state["answer"]

@@ -118,7 +118,10 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
             if kind in ("which", "open"):
                 if has_any_phrase(window, lexicon.quantity_words):
                     kind = "how_much"
-                    measure = next((w for w in after if has_any_phrase(w, lexicon.quantity_words)), "")
+                    # The head of "average salary" / "salário médio" is where the language puts it: last where
+                    # the narrowing word comes first (`qualifier_side` "before"), first otherwise.
+                    quantities = [w for w in after if has_any_phrase(w, lexicon.quantity_words)] or [""]
+                    measure = quantities[-1] if lexicon.qualifier_side == "before" else quantities[0]
                 elif has_any_phrase(window, lexicon.time_words):
                     kind = "when"
             wants_name = kind == "who" or (kind == "which" and (fold(cue) in {fold(c) for c in lexicon.name_cues}
