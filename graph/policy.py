@@ -492,6 +492,9 @@ class Languages:
     negations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Verbs that carry a question's tense or action, not its subject (never named as missing).
     light_verbs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Spans of a year, each with its words in every language ("half": semestre, H1, …): a question about one
+    # is not answered by a sentence that names only others (compose `off_period`).
+    period_units: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     number_words: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # A corpus is in one language when at least this share of its text is; ingest then gives a new
     # collection that language's own embedding model if there is one (else the multilingual one).

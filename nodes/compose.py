@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from string import Template
 from typing import Any, NamedTuple
@@ -204,13 +204,27 @@ def meaning_relevance(question: str, embeddings: Any,
     return score
 
 
-def off_period(sentence: str, question: str, title: str = "") -> bool:
+def off_period(sentence: str, question: str, title: str = "",
+               units: Mapping[str, Sequence[str]] | None = None) -> bool:
     """The question names years and the sentence, read with its document's `title`, speaks of other years
     only: another period ("Channel plan: 45% of the media budget …" of the "Black Friday 2025 playbook" is
-    no answer about the 2026 winter playbook, though the sentence itself names no year)."""
+    no answer about the 2026 winter playbook, though the sentence itself names no year). So too with the
+    spans of a year (`units`, the policy's `languages.period_units`): a question about a half-year and a
+    sentence that names quarters only."""
+    text = f"{title} {sentence}"
     asked = set(YEAR.findall(question))
-    said = set(YEAR.findall(f"{title} {sentence}"))
-    return bool(asked and said and not asked & said)
+    said = set(YEAR.findall(text))
+    if asked and said and not asked & said:
+        return True
+    if not units:
+        return False
+    asked_units, said_units = _period_units(question, units), _period_units(text, units)
+    return bool(asked_units and said_units and not asked_units & said_units)
+
+
+def _period_units(text: str, units: Mapping[str, Sequence[str]]) -> set[str]:
+    words = set(re.findall(r"\w+", fold(text)))
+    return {unit for unit, names in units.items() if any(fold(n) in words for n in names)}
 
 
 def document_titles(chunks: list[Chunk]) -> dict[str, str]:
@@ -219,16 +233,18 @@ def document_titles(chunks: list[Chunk]) -> dict[str, str]:
     return {c["docId"]: str(c.get("assetName") or "") for c in chunks}
 
 
-def of_the_period(candidates: list[Candidate], question: str, doc_titles: dict[str, str]) -> list[Candidate]:
+def of_the_period(candidates: list[Candidate], question: str, doc_titles: dict[str, str],
+                  units: Mapping[str, Sequence[str]] | None = None) -> list[Candidate]:
     """The candidates not of another period than the question names (`off_period`, each read with its
     document's title)."""
-    return [c for c in candidates if not off_period(c.text, question, doc_titles.get(c.doc_id, ""))]
+    return [c for c in candidates if not off_period(c.text, question, doc_titles.get(c.doc_id, ""), units)]
 
 
 def select_points(candidates: list[Candidate], question: str, max_points: int, max_chars: int,
                   point_floor: float, first: Candidate | None = None,
                   given: dict[str, frozenset[int]] | None = None, by_meaning: bool = False,
-                  doc_titles: dict[str, str] | None = None, period: frozenset[int] = frozenset()) -> list[Candidate]:
+                  doc_titles: dict[str, str] | None = None, period: frozenset[int] = frozenset(),
+                  units: Mapping[str, Sequence[str]] | None = None) -> list[Candidate]:
     """The sentences that address the question, greedily: each pick adds the most IDF weight of question
     words not yet covered (covered ones count a third). A sentence below `point_floor` of the best
     one's score, of another period than the question names, or adding no new word is left out: it
@@ -238,11 +254,11 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     only by words, because the evidence is in another language): words cannot say what a sentence adds
     there, so the points are the best-scoring sentences, each once; otherwise a sentence in another
     language is not a point. `doc_titles` (`document_titles`): a sentence is dated by its document's title
-    too. `period`: the question words that only say when ("Q1", "2026", "trimestre"): a sentence that adds
+    too; `units`: the spans of a year (`off_period`). `period`: the question words that only say when ("Q1", "2026", "trimestre"): a sentence that adds
     none but those shares the question's period, not its subject ("Spend in Q1 2026: R$ 286 thousand" after
     the app's growth, for "Which channel grew fastest in Q1 2026?")."""
     given = given or {}
-    pool = of_the_period(candidates, question, doc_titles or {})
+    pool = of_the_period(candidates, question, doc_titles or {}, units)
     if not pool:
         return [first] if first else []
     best_score = pool[0].score
@@ -381,11 +397,12 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     form = question_form(question, language, policy.languages.question_cues)
     parts = sub_queries if len(sub_queries) > 1 else split_question(question, policy, language)
     doc_titles = document_titles(chunks)
+    units = policy.languages.period_units
     # Nothing of another period than the question names, the direct answer included.
     # A yes/no question that compares ("Does X report …, while Y …?") asks yes or no, not each side's value.
     found = (answer_by_part(parts, chunks, language, analyzer, policy, ranking_relevance,
                             form.compares and form.kind in ("open", "which", "how_much"))
-             or direct_answer(question, form, parts, of_the_period(titled, question, doc_titles), words,
+             or direct_answer(question, form, parts, of_the_period(titled, question, doc_titles, units), words,
                               **direct_settings(policy, language)))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
     read = [c for c in candidates if found and c.text in found.sentences]  # where the direct answer was read
@@ -405,12 +422,12 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         # a refund case and a conversion rate): the points are the other language's, ranked by meaning.
         by_meaning_there = answer_candidates(words, [c for c in chunks if in_another_language(c, language)], relevance)
         picked = select_points(by_meaning_there, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
-                               first, titles, by_meaning=True, doc_titles=doc_titles)
+                               first, titles, by_meaning=True, doc_titles=doc_titles, units=units)
         candidates = [*candidates, *by_meaning_there]
     else:
         picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
                                first, titles, by_meaning=by_meaning, doc_titles=doc_titles,
-                               period=period)
+                               period=period, units=units)
         if not picked and found is None:
             # Every sentence that matches only repeats its document's title ("Quais ações o playbook de
             # inverno recomenda?"): the question is about that document, which is answered by what it says.
@@ -646,7 +663,7 @@ def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyze
             continue
         words = QuestionWords(part, analyzer, language)
         candidates = of_the_period(answer_candidates(words, chunks, relevance, policy.compose.direct.header_weight),
-                                   part, doc_titles)
+                                   part, doc_titles, policy.languages.period_units)
         if side:
             # A side is read in the documents about it, the ones whose title names it: the Pinterest report's
             # "the budget was moved to TikTok" is no figure of the TikTok campaign.

@@ -745,3 +745,27 @@ def test_a_measure_no_text_in_the_questions_language_holds_is_unanswered_over_mi
     state = ask(question, tenant=tenant)
     assert state["coverage_level"] == "none" and not state["citations_used"], state["answer"]
     assert measure in state["answer"], state["answer"]
+
+
+def test_a_half_year_is_not_answered_by_quarters_or_a_season(policy):
+    from nodes.compose import off_period
+    units = policy.languages.period_units
+    question = "Qual foi a receita bruta da Acme no primeiro semestre de 2025?"
+    quarter = ("A Acme Moda registrou receita bruta de R$ 93.587.114,46 no primeiro trimestre de 2026, crescimento "
+               "de 11,1% em relação ao 1º trimestre de 2025.")
+    assert not off_period(quarter, question)  # both name 2025: by years alone, the same period
+    assert off_period(quarter, question, units=units)
+    assert off_period("A temporada de inverno 2025 gerou receita bruta de R$ 118.430.227,35.", question, units=units)
+    half = "Acme Moda's gross revenue for H1 2025 was R$ 178.902.441,60 (Q1: R$ 84.215.330,12)."
+    assert not off_period(half, question, units=units)  # names the half (and its quarters)
+    assert not off_period("A receita bruta cresceu 9,4% em 2025.", question, units=units)  # names no span
+
+
+@pytest.mark.parametrize("question, wrong", [
+    ("Qual foi a receita bruta da Acme no primeiro semestre de 2025?", ("R$ 93.587.114,46", "R$ 118.430.227,35")),
+    # A share is asked ("taxa"): the one amount of an English sentence is no conversion rate.
+    ("Qual foi a taxa de conversão do aplicativo no primeiro trimestre de 2026?", ("R$ 286 thousand",)),
+])
+def test_a_value_of_another_span_or_kind_is_no_direct_answer(ask, question, wrong):
+    state = ask(question)
+    assert state["direct_answer"] not in wrong, state["answer"]

@@ -247,12 +247,13 @@ _ESCAPING_FIELDS = [
     pytest.param(lambda r: r["languages"]["question_cues"]["en"].__setitem__("qualifier_side", "left"),
                  "languages.question_cues.en.qualifier_side"),
     pytest.param(lambda r: r["rerank"]["cross_lingual"].__setitem__("meaning_margin", 2), "rerank.cross_lingual"),
+    pytest.param(lambda r: r["languages"].__setitem__("period_units", ["quarter", "half"]), "languages.period_units"),
 ]
 
 
 @pytest.mark.parametrize(("mutate", "field"), _ESCAPING_FIELDS,
                          ids=["profile-list", "lexicon-list", "threshold-str", "markers-int", "qualifier-side",
-                              "meaning-margin"])
+                              "meaning-margin", "period-units-list"])
 def test_bad_field_type_is_a_policy_error_and_graph_survives(write_policy, tmp_path, mutate, field):
     path = write_policy(mutate)
     with pytest.raises(PolicyError, match=field.replace(".", r"\.")):

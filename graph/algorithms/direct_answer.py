@@ -411,6 +411,8 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
         # a sentence that holds one only leaves nothing to choose ("12 de fevereiro de 2026"; "R$ 3,9 milhões"
         # beside the channels' shares for "the media budget").
         only = of_the_kind(best)
+        if percent_only:  # here a share must be one: "Spend: R$ 286 thousand" is no conversion rate
+            only = [sp for sp in only if best.text[sp[0]:sp[1]].endswith("%")]
         unambiguous = len(only) == 1 and (
             (method == "date" and _DAY.search(best.text[only[0][0]:only[0][1]]))
             or (method == "value" and (percent_only or count_only or amount_only)))
