@@ -605,7 +605,7 @@ def unattested_subject(question: str, language: str, sub_queries: list[str], chu
                        policy, named_sources: Sequence[str] = ()) -> list[str]:
     """What a question asking for a value or a date asks about that no relevant chunk holds: the measure
     of a value question (`unattested_measure`), else, for a question that was not split in parts, the
-    names it speaks of (`unattested_names`). Empty when the evidence holds them all. A split question's
+    names and years it speaks of (`unattested_names`, `unattested_years`). Empty when the evidence holds them all. A split question's
     parts may each be answered by other documents, and a yes/no or which-question's names are what it
     claims or compares (MultiHop-RAG dev: looking for every short-answer question's names sent 9.5% of
     the answerable questions to none instead of 3.4%, and no more unanswerable ones), so neither is
@@ -616,7 +616,20 @@ def unattested_subject(question: str, language: str, sub_queries: list[str], chu
         return [measure]
     if form.kind not in ("how_much", "when") or len(sub_queries) > 1:
         return []
-    return unattested_names(question, language, chunks, analyzer, policy, named_sources)
+    return [*unattested_names(question, language, chunks, analyzer, policy, named_sources),
+            *unattested_years(question, chunks)]
+
+
+def unattested_years(question: str, chunks: list[Chunk]) -> list[str]:
+    """The years the question names ("Qual é o orçamento de mídia da Acme para 2027?") that no relevant chunk
+    holds, in its text, title or metadata. A year reads the same in every language: text in another
+    language is looked at too, and unlike a name, is looked at for one."""
+    asked = list(dict.fromkeys(YEAR.findall(question)))
+    if not asked or not chunks:
+        return []
+    held = set(YEAR.findall(" ".join(" ".join([_title(c), c["content"], *(str(v) for v in (c.get("metadata") or {}).values())])
+                                     for c in chunks)))
+    return [year for year in asked if year not in held]
 
 
 def answer_coverage(evidence: str, answer: ExtractiveAnswer, chunks: list[Chunk], cfg: ComposeSettings) -> str:

@@ -450,7 +450,8 @@ def test_a_name_no_relevant_document_holds_is_unattested(policy):
     question = "Quais foram as vendas da Acme no Dia das Mães de 2025?"
     chunks = [_doc("news", "A Acme Moda inaugurou a loja de Recife; as vendas no Nordeste cresceram 19,3%.")]
     assert unattested_names(question, "pt", chunks, analyzer, policy) == ["Dia das Mães"]
-    assert unattested_subject(question, "pt", [], chunks, analyzer, policy) == ["Dia das Mães"]
+    # The year too: the news item names none.
+    assert unattested_subject(question, "pt", [], chunks, analyzer, policy) == ["Dia das Mães", "2025"]
     held = chunks + [_doc("bi", "No Dia das Mães de 2025 as vendas somaram R$ 12 milhões.")]
     assert unattested_names(question, "pt", held, analyzer, policy) == []
     # A name the question writes more fully than the documents do is held by most of its words.
@@ -769,3 +770,21 @@ def test_a_half_year_is_not_answered_by_quarters_or_a_season(policy):
 def test_a_value_of_another_span_or_kind_is_no_direct_answer(ask, question, wrong):
     state = ask(question)
     assert state["direct_answer"] not in wrong, state["answer"]
+
+
+def test_a_year_no_relevant_document_holds_is_unattested():
+    from nodes.compose import unattested_years
+    playbook = dict(_doc("acme-playbook-inverno-2026", "O orçamento total de mídia sobe para R$ 3,9 milhões."),
+                    assetName="Playbook de campanhas de inverno 2026")
+    question = "Qual é o orçamento de mídia da Acme para 2027?"
+    assert unattested_years(question, [playbook]) == ["2027"]
+    assert unattested_years("Qual é o orçamento de mídia da Acme para 2026?", [playbook]) == []  # by its title
+    # A year reads the same in every language: an English chunk holding it attests it.
+    plan = _doc("acme-plan-2027", "The 2027 media budget is R$ 4.4 million.", language="en")
+    assert unattested_years(question, [playbook, plan]) == []
+
+
+def test_a_value_for_a_year_no_document_speaks_of_gets_none(ask):
+    state = ask("Qual é o orçamento de mídia da Acme para 2027?")
+    assert state["coverage_level"] == "none" and not state["citations_used"], state["answer"]
+    assert "2027" in state["answer"], state["answer"]
