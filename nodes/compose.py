@@ -254,9 +254,10 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
     only by words, because the evidence is in another language): words cannot say what a sentence adds
     there, so the points are the best-scoring sentences, each once; otherwise a sentence in another
     language is not a point. `doc_titles` (`document_titles`): a sentence is dated by its document's title
-    too; `units`: the spans of a year (`off_period`). `period`: the question words that only say when ("Q1", "2026", "trimestre"): a sentence that adds
-    none but those shares the question's period, not its subject ("Spend in Q1 2026: R$ 286 thousand" after
-    the app's growth, for "Which channel grew fastest in Q1 2026?")."""
+    too; `units`: the spans of a year (`off_period`). `period`: the question words that only say when
+    ("Q1", "2026", "trimestre"): a sentence that adds none but those shares the question's period, not its
+    subject ("Spend in Q1 2026: R$ 286 thousand" after the app's growth, for "Which channel grew fastest
+    in Q1 2026?")."""
     given = given or {}
     pool = of_the_period(candidates, question, doc_titles or {}, units)
     if not pool:
@@ -381,8 +382,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     points that support it or answer another part of the question, then the parts nothing covers.
     `relevance` (`meaning_relevance`, for evidence in another language): when the best chunk is in
     another language, sentences are ranked and chosen by meaning as well as by words; otherwise only
-    when nothing in the question's language speaks of the measure it asks for (`measure_elsewhere`). `part_leads` (`part_leads`): the chunk each part's own search
-    ranked first by meaning; a part nothing in the question's language covers, whose lead is in another
+    when nothing in the question's language speaks of the measure it asks for (`measure_elsewhere`).
+    `part_leads` (`part_leads`): the chunk each part's own search ranked first by meaning; a part nothing in the question's language covers, whose lead is in another
     language, is pointed to that document rather than said missing."""
     cfg = policy.compose
     synonyms = policy.languages.synonyms(language)
@@ -420,7 +421,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     elif relevance is not None and not by_meaning and measure_elsewhere(candidates, words, form, synonyms):
         # Nothing in the question's language speaks of the measure asked ("a taxa de devolução online" beside
         # a refund case and a conversion rate): the points are the other language's, ranked by meaning.
-        by_meaning_there = answer_candidates(words, [c for c in chunks if in_another_language(c, language)], relevance)
+        other_language = [c for c in chunks if in_another_language(c, language)]
+        by_meaning_there = answer_candidates(words, other_language, relevance)
         picked = select_points(by_meaning_there, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
                                first, titles, by_meaning=True, doc_titles=doc_titles, units=units)
         candidates = [*candidates, *by_meaning_there]
@@ -588,8 +590,7 @@ def unattested_names(question: str, language: str, chunks: list[Chunk], analyzer
     names = [n for n in question_names(question, language, analyzer, months) if fold(n) not in sources]
     if not names:
         return []
-    texts = [" ".join([_title(c), c["content"], *(str(v) for v in (c.get("metadata") or {}).values()
-                                                   if isinstance(v, str))]) for c in chunks]
+    texts = [_chunk_text(c) for c in chunks]
     return [n for n in names if not any(_holds_name(t, n, analyzer, language) for t in texts)]
 
 
@@ -605,11 +606,11 @@ def unattested_subject(question: str, language: str, sub_queries: list[str], chu
                        policy, named_sources: Sequence[str] = ()) -> list[str]:
     """What a question asking for a value or a date asks about that no relevant chunk holds: the measure
     of a value question (`unattested_measure`), else, for a question that was not split in parts, the
-    names and years it speaks of (`unattested_names`, `unattested_years`). Empty when the evidence holds them all. A split question's
-    parts may each be answered by other documents, and a yes/no or which-question's names are what it
-    claims or compares (MultiHop-RAG dev: looking for every short-answer question's names sent 9.5% of
-    the answerable questions to none instead of 3.4%, and no more unanswerable ones), so neither is
-    looked at."""
+    names and years it speaks of (`unattested_names`, `unattested_years`). Empty when the evidence holds
+    them all. A split question's parts may each be answered by other documents, and a yes/no or
+    which-question's names are what it claims or compares (MultiHop-RAG dev: looking for every
+    short-answer question's names sent 9.5% of the answerable questions to none instead of 3.4%, and no
+    more unanswerable ones), so neither is looked at."""
     form = question_form(question, language, policy.languages.question_cues)
     measure = unattested_measure(form.measure, language, chunks, analyzer)
     if measure:
@@ -622,14 +623,19 @@ def unattested_subject(question: str, language: str, sub_queries: list[str], chu
 
 def unattested_years(question: str, chunks: list[Chunk]) -> list[str]:
     """The years the question names ("Qual é o orçamento de mídia da Acme para 2027?") that no relevant chunk
-    holds, in its text, title or metadata. A year reads the same in every language: text in another
-    language is looked at too, and unlike a name, is looked at for one."""
+    holds, in its text, title or metadata. A year reads the same in every language: unlike a name, it is
+    looked for in text in another language too."""
     asked = list(dict.fromkeys(YEAR.findall(question)))
     if not asked or not chunks:
         return []
-    held = set(YEAR.findall(" ".join(" ".join([_title(c), c["content"], *(str(v) for v in (c.get("metadata") or {}).values())])
-                                     for c in chunks)))
+    held = set(YEAR.findall(" ".join(map(_chunk_text, chunks))))
     return [year for year in asked if year not in held]
+
+
+def _chunk_text(chunk: Chunk) -> str:
+    """What a chunk says and is labelled with: its title, its text and its metadata's text values."""
+    metadata = (chunk.get("metadata") or {}).values()
+    return " ".join([_title(chunk), chunk["content"], *(str(v) for v in metadata if isinstance(v, str))])
 
 
 def answer_coverage(evidence: str, answer: ExtractiveAnswer, chunks: list[Chunk], cfg: ComposeSettings) -> str:

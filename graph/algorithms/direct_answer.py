@@ -404,7 +404,8 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
     ranked = sorted((c for c in candidates[:depth] if c.score >= floor), key=lambda c: -weight(c))
     named = question.held(measure) if measure else frozenset()
     if named:
-        ranked = [c for c in ranked if c.wordless or holds_measure(c, question, measure, measure_synonyms, qualifier_side)]
+        ranked = [c for c in ranked
+                  if c.wordless or holds_measure(c, question, measure, measure_synonyms, qualifier_side)]
     if ranked and ranked[0].wordless:
         best = ranked[0]
         # A value of the asked kind (a count, an amount, a share) or a day's date reads the same in any language:
