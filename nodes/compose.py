@@ -39,11 +39,11 @@ from langgraph.runtime import Runtime
 from graph.algorithms.decomposition import split_question
 from graph.algorithms.direct_answer import (
     MAX_WORDS,
+    AskedMeasure,
     Candidate,
     DirectAnswer,
     QuestionWords,
     direct_answer,
-    holds_measure,
     holds_value,
     names_in,
     rankings,
@@ -299,12 +299,11 @@ def select_points(candidates: list[Candidate], question: str, max_points: int, m
 def measure_elsewhere(candidates: list[Candidate], words: QuestionWords, form: QuestionForm,
                       synonyms: Sequence[Sequence[str]]) -> bool:
     """The question names a measure (`form.measure`) that no sentence in its language speaks of
-    (`holds_measure`, its qualifier included), while sentences in another language are at hand."""
+    (`AskedMeasure.held_by`, the word narrowing it included), while sentences in another language are at hand."""
     if not form.measure or not any(c.wordless for c in candidates):
         return False
-    mates = [w for w in ring_mates(form.measure, synonyms) if fold(w) != form.measure]
-    return not any(holds_measure(c, words, form.measure, mates, form.qualifier_side)
-                   for c in candidates if not c.wordless)
+    measure = AskedMeasure.of(form, words, synonyms)
+    return not any(measure.held_by(c) for c in candidates if not c.wordless)
 
 
 def period_words(words: QuestionWords, policy) -> frozenset[int]:
@@ -468,9 +467,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     elif found is None and form.kind != "open" and not listed:  # an explanation keeps its passage in order
         # A value question opens with a sentence that gives a value ("net sales reached $968.3 million"),
         # not with a better-ranked one that only speaks of the subject ("the strongest growth since 2021").
-        valued = form.kind == "how_much" and any(holds_value(c.text, policy.languages.months) for c in picked)
-        best = min(picked, key=lambda c: (valued and not holds_value(c.text, policy.languages.months), order[id(c)]),
-                   default=None)
+        valued = {id(c) for c in picked if form.kind == "how_much" and holds_value(c.text, policy.languages.months)}
+        best = min(picked, key=lambda c: (bool(valued) and id(c) not in valued, order[id(c)]), default=None)
         picked.sort(key=lambda c: (c is not best, c.rank, order[id(c)]))
     lines += [f"- {_cite(' '.join(filter(None, [lead_in.get(id(c)), c.text])), [c.doc_id])}" for c in picked]
     # A part answered by the list under a heading that names it is covered, whatever words the list uses.

@@ -177,26 +177,42 @@ def measure_qualifiers(question: QuestionWords, measure: str, side: str = "after
     return question.held(word) if qualifier(word) else frozenset()
 
 
-def holds_measure(candidate: Candidate, question: QuestionWords, measure: str, synonyms: Sequence[str] = (),
-                  qualifier_side: str = "after") -> bool:
-    """The sentence speaks of the question's `measure`: it holds the word or one of its `synonyms`, and
-    the word that qualifies it in the question (`measure_qualifiers`) — a conversion rate is no answer
-    about the return rate. True when the question names no measure."""
-    named = question.held(measure) if measure else frozenset()
-    if not named:
-        return True
-    qualifiers = measure_qualifiers(question, measure, qualifier_side) - named
-    return bool((named & candidate.terms or has_any_phrase(candidate.text, synonyms))
-                and (not qualifiers or qualifiers & candidate.terms))
+@dataclass(frozen=True)
+class AskedMeasure:
+    """The measure a value question names, as question words: the measure itself (`named`, indexes into
+    `QuestionWords.words`), the word that narrows it (`qualifiers`, see `measure_qualifiers`), and the
+    words that say it too (`synonyms`: its ring-mates in the policy, "faturou" for "receita"). Empty when
+    the question names none."""
+
+    named: frozenset[int] = frozenset()
+    qualifiers: frozenset[int] = frozenset()
+    synonyms: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, form: QuestionForm, question: QuestionWords, synonyms: Sequence[Sequence[str]] = ()) -> AskedMeasure:
+        named = question.held(form.measure) if form.measure else frozenset()
+        if not named:
+            return cls()
+        return cls(named, measure_qualifiers(question, form.measure, form.qualifier_side) - named,
+                   tuple(w for w in ring_mates(form.measure, synonyms) if fold(w) != form.measure))
+
+    def held_by(self, candidate: Candidate) -> bool:
+        """The sentence speaks of the measure: it holds the word or one of its synonyms, and the word that
+        narrows it in the question (a conversion rate is no answer about the return rate). True when the
+        question names no measure."""
+        if not self.named:
+            return True
+        return bool((self.named & candidate.terms or has_any_phrase(candidate.text, self.synonyms))
+                    and (not self.qualifiers or self.qualifiers & candidate.terms))
 
 
-def _measure_at(sentence: str, question: QuestionWords, named: frozenset[int], synonyms: Sequence[str]) -> list[tuple[int, int]]:
-    """Where `sentence` names the question's measure: its word (`named`, question-word indexes) or a synonym."""
-    if not named:
+def _measure_at(sentence: str, question: QuestionWords, measure: AskedMeasure) -> list[tuple[int, int]]:
+    """Where `sentence` names the question's measure: its word or one of its synonyms."""
+    if not measure.named:
         return []
-    folded = {fold(w) for w in synonyms}
+    folded = {fold(w) for w in measure.synonyms}
     return [(m.start(), m.end()) for m in _WORDS.finditer(sentence)
-            if question.held(m.group(0)) & named or fold(m.group(0)) in folded]
+            if question.held(m.group(0)) & measure.named or fold(m.group(0)) in folded]
 
 
 def _nearest(spans: list[tuple[int, int]], sentence: str, question: QuestionWords,
@@ -274,8 +290,9 @@ def _unit_after(sentence: str, end: int, question: QuestionWords) -> int | None:
         words = tail.group(0).split()
         unit = ""
         analyzer = question.analyzer
+        languages = {question.language, *analyzer.languages}
         for w in words:
-            if not all(analyzer.terms(w, language) for language in {question.language, *analyzer.languages}):
+            if not all(analyzer.terms(w, language) for language in languages):
                 return None  # "38% year over year": a stopword after it, no unit
             if question.held(w):
                 break
@@ -361,17 +378,17 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
 def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tuple[int, int]]], method: str,
                 question: QuestionWords, floor: float, depth: int, focus: str | None,
                 percent_only: bool = False, own_language_margin: float = 1.0,
-                measure: str = "", count_only: bool = False, amount_only: bool = False,
-                measure_synonyms: Sequence[str] = (), qualifier_side: str = "after") -> DirectAnswer | None:
+                measure: AskedMeasure = AskedMeasure(), count_only: bool = False,
+                amount_only: bool = False) -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
     first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
     percentage when `percent_only` and the sentence has one; when `count_only`, neither a percentage nor
     an amount of money ("how many SKUs": "1,200", not the "50%" off them); when `amount_only`, no
     percentage ("41% da receita" is a share of it). A question that names its `measure` ("Qual foi a
     margem bruta …?") takes its value only from a sentence in its language that holds it, or one of its
-    `measure_synonyms` ("faturou" for "receita"): the season's revenue is no answer about its margin; and
-    the words that qualify the measure in the question (`measure_qualifiers`): "taxa de conversão de 2,1%"
-    is no answer about "a taxa de devolução".
+    synonyms ("faturou" for "receita"): the season's revenue is no answer about its margin; and the word
+    that narrows the measure in the question: "taxa de conversão de 2,1%" is no answer about "a taxa de
+    devolução".
     When the best sentence is in another language (`wordless`), no words can say which of its values is
     asked for: the value comes from a
     sentence in the question's language that holds the focus word and scores at least
@@ -389,31 +406,30 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
         text = _value_phrase(c.text, start, end, question) if method == "value" else c.text[start:end].strip()
         return DirectAnswer(text, (c.doc_id,), method, c.text)
 
-    def of_the_kind(c: Candidate) -> list[tuple[int, int]]:
+    def of_the_kind(c: Candidate, strict: bool = False) -> list[tuple[int, int]]:
         """The spans of `c` that can be what is asked: not a date the question already names ("When will the
-        2026 collection launch?": 2026), of the asked kind."""
+        2026 collection launch?": 2026), of the asked kind. A share is the percentage when the sentence has
+        one, any value otherwise, none when `strict`."""
         spans = [sp for sp in find(c.text) if method != "date" or fold(c.text[sp[0]:sp[1]].strip()) not in asked]
         if percent_only:
             # "What share came from the app": of "R$ 14,1 million (15.1%)" the share is the percentage.
-            return [sp for sp in spans if c.text[sp[0]:sp[1]].endswith("%")] or spans
+            shares = [sp for sp in spans if c.text[sp[0]:sp[1]].endswith("%")]
+            return shares if shares or strict else spans
         if count_only or amount_only:
             return [sp for sp in spans if not c.text[sp[0]:sp[1]].rstrip().endswith("%")
                     and not (count_only and _CURRENCY_BEFORE.search(c.text[:sp[0]]))]
         return spans
 
     ranked = sorted((c for c in candidates[:depth] if c.score >= floor), key=lambda c: -weight(c))
-    named = question.held(measure) if measure else frozenset()
-    if named:
-        ranked = [c for c in ranked
-                  if c.wordless or holds_measure(c, question, measure, measure_synonyms, qualifier_side)]
+    if measure.named:
+        ranked = [c for c in ranked if c.wordless or measure.held_by(c)]
     if ranked and ranked[0].wordless:
         best = ranked[0]
         # A value of the asked kind (a count, an amount, a share) or a day's date reads the same in any language:
         # a sentence that holds one only leaves nothing to choose ("12 de fevereiro de 2026"; "R$ 3,9 milhões"
         # beside the channels' shares for "the media budget").
-        only = of_the_kind(best)
-        if percent_only:  # here a share must be one: "Spend: R$ 286 thousand" is no conversion rate
-            only = [sp for sp in only if best.text[sp[0]:sp[1]].endswith("%")]
+        # Here a share must be a percentage: "Spend: R$ 286 thousand" is no conversion rate.
+        only = of_the_kind(best, strict=True)
         unambiguous = len(only) == 1 and (
             (method == "date" and _DAY.search(best.text[only[0][0]:only[0][1]]))
             or (method == "value" and (percent_only or count_only or amount_only)))
@@ -426,7 +442,7 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
             return None
         spans = of_the_kind(c)
         if spans:
-            return answer_at(c, _nearest(spans, c.text, question, _measure_at(c.text, question, named, measure_synonyms)))
+            return answer_at(c, _nearest(spans, c.text, question, _measure_at(c.text, question, measure)))
     return None
 
 
@@ -620,10 +636,8 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     question's language, holding what is asked about, needs to give the value or date instead."""
     if form.kind == "how_much":
         return _from_spans(candidates, lambda text: _value_spans(text, months), "value", question, floor, depth,
-                           _focus_noun(form, question), form.wants_share, own_language_margin, form.measure,
-                           form.wants_count, form.wants_amount,
-                           [w for w in ring_mates(form.measure, synonyms) if fold(w) != form.measure],
-                           form.qualifier_side)
+                           _focus_noun(form, question), form.wants_share, own_language_margin,
+                           AskedMeasure.of(form, question, synonyms), form.wants_count, form.wants_amount)
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question), own_language_margin=own_language_margin)
