@@ -83,6 +83,7 @@ from graph.evaluation.runner import (
     base_context,
     forget_query_vectors,
     freeze_policy,
+    progress_bar,
     resolve_intent,
     run_retrieval,
     score_query,
@@ -280,11 +281,7 @@ def run_peer(name: str, retriever, dataset_name: str, queries, embeddings, top_n
     embeddings.clear_query_cache()  # every system pays for embedding its questions
     retriever.invoke(queries[0].text)  # untimed: first-call costs (imports, callbacks) as the harness's warm-up
     embeddings.clear_query_cache()
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(queries), desc=f"{name:>26}", unit="q", leave=True)
+    bar = progress_bar(len(queries), f"{name:>26}", progress)
     before = cpu_sample()
     for q in queries:
         started = time.perf_counter()
@@ -314,11 +311,7 @@ def paired_latency(callers: dict[str, Callable[[str], Any]], queries, forget: Ca
         forget()
         callers[name](queries[0].text)
     latency: dict[str, list[float]] = {name: [] for name in names}
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(queries), desc=f"{'paired latency':>26}", unit="q", leave=True)
+    bar = progress_bar(len(queries), f"{'paired latency':>26}", progress)
     for i, q in enumerate(queries):
         for j in range(len(names)):
             name = names[(i + j) % len(names)]

@@ -92,6 +92,7 @@ from graph.evaluation.runner import (
     eval_context,
     forget_query_vectors,
     freeze_policy,
+    progress_bar,
     resolve_intent,
 )
 from graph.graph import compile_graph
@@ -431,11 +432,7 @@ def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent
     graph.invoke({"question": queries[0].text, "correlation_id": "eval-warmup", **extra}, context=ctx)
     forget_query_vectors(ctx)
 
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(queries), desc="answers", unit="q")
+    bar = progress_bar(len(queries), "answers", progress)
     rows: list[dict[str, Any]] = []
     node_ms: dict[str, list[float]] = defaultdict(list)
     errors: list[str] = []

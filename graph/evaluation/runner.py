@@ -149,15 +149,21 @@ def forget_query_vectors(ctx: Context) -> None:
             collection_embeddings(ctx, collection, manifest).clear_query_cache()
 
 
+def progress_bar(total: int, label: str, shown: bool):
+    """A progress bar over `total` questions, labelled `label`, or None when it is not `shown` (tqdm is
+    only imported then)."""
+    if not shown:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, unit="q", leave=True)
+
+
 def run_ablation(graph, dataset: Dataset, queries: list[EvalQuery], ctx: Context, name: str, intent: str | None,
                  progress: bool) -> AblationRun:
     run = AblationRun(name=name, switches=dict(ABLATIONS[name]))
     forget_query_vectors(ctx)
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(queries), desc=f"{name:>15}", unit="q", leave=True)
+    bar = progress_bar(len(queries), f"{name:>15}", progress)
     for q in queries:
         payload: dict[str, Any] = {"question": q.text}
         if intent:
