@@ -25,9 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from graph.algorithms.text import detect_language
 from graph.context import Context
 from graph.graph import compile_graph
 from graph.indexing.ingest import ingest_path
+from graph.policy import load_policy
 
 SAMPLES = ROOT / "samples"
 QUESTIONS = Path(__file__).resolve().parent / "cross_lingual_questions.jsonl"
@@ -69,7 +71,7 @@ def run(home: Path, questions: Path) -> dict:
 
 
 def summarize(rows: list[dict]) -> dict:
-    doc_language = _document_languages(rows)
+    doc_language = _document_languages()
     groups: dict[str, list[dict]] = {}
     for r in rows:
         if r["document"]:
@@ -92,10 +94,8 @@ def summarize(rows: list[dict]) -> dict:
     return {"groups": table, "rows": rows}
 
 
-def _document_languages(rows: list[dict]) -> dict[str, str]:
-    from graph.algorithms.text import detect_language
-    from graph.policy import load_policy
-
+def _document_languages() -> dict[str, str]:
+    """Each sample document's language: its own field, else detected from its text as ingest does."""
     markers = load_policy().languages.markers
     out = {}
     for tenant in TENANTS:
