@@ -125,6 +125,9 @@ class EntityRoute:
 # --- retrieval and decomposition ----------------------------------------------------------------
 
 
+PART_VECTORS = ("auto", "always", "never")
+
+
 @dataclass(frozen=True)
 class RetrievalSettings:
     performance_keywords: tuple[str, ...] = ()  # a question with one also searches the performance chunks
@@ -135,6 +138,9 @@ class RetrievalSettings:
     # phrases before a date that make it a bound: {"before": [...], "after": [...]}
     date_relations: Mapping[str, tuple[str, ...]] = field(
         default_factory=dict, metadata=rule(lambda v: set(v) <= {"before", "after"}, "a mapping of 'before' / 'after' to lists of phrases"))
+    # Whether the parts of a split question are searched by meaning too (embedded), or by their words only:
+    # "auto" embeds them only where words cannot match, over a collection in another or several languages.
+    part_vectors: str = field(default="auto", metadata=rule(lambda v: v in PART_VECTORS, "one of " + ", ".join(PART_VECTORS)))
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from graph.context import Context
 from graph.providers.resources import bounded_index, get_resources
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import DataFolderBusy, SearchHit, TenantRequiredError
-from graph.runtime.query_vectors import vectors_by_collection
+from graph.runtime.query_vectors import collection_manifest, vectors_by_collection
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -160,13 +160,18 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         filters = dict(task["filters"] if "filters" in task else rag.get("filters") or {})
         if task["kind"] == "performance":
             filters = {"docType": policy.retrieval.performance_doc_type}
-        if task["kind"] == "sub_query" and task["sub_query"] != task["question"] and ctx.decompose:
+        is_part = task["kind"] == "sub_query" and task["sub_query"] != task["question"]
+        if is_part and ctx.decompose:
             # A part of a split question that names a source ("... reported by TechCrunch") is
             # searched within it: that is where its evidence is.
             filters.update(_mentions(mentioned_filters, task["sub_query"], policy, rag, ctx.tenant, index, problems) or {})
-        # Each branch embeds only its own text: the parts of a split question are embedded at the same time
-        # (a local model runs one call per core), the whole question by its own branch.
-        vectors = vectors_by_collection(ctx, index, rag["collections"], task["sub_query"], problems)
+        # Each branch embeds only its own text: the parts of a split question at the same time (a local model
+        # runs one call per core), the whole question in its own branch. A part is searched by its words
+        # alone where they can match the collection's (`retrieval.part_vectors`).
+        if is_part and not part_needs_vector(policy.retrieval.part_vectors, language, _languages(index, rag)):
+            vectors = {collection: None for collection in rag["collections"]}
+        else:
+            vectors = vectors_by_collection(ctx, index, rag["collections"], task["sub_query"], problems)
         limit = int(rag["profile"]["k"])
         results[key] = _search(ctx, index, rag, vectors=vectors, sparse=analyzer.query_vector(task["sub_query"], language),
                                filters=filters, limit=limit, kind=task["kind"], sub_query=task["sub_query"],
@@ -211,6 +216,20 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     if errors:
         update["errors"] = errors
     return update
+
+
+def part_needs_vector(setting: str, language: str, collection_languages: list[str | None]) -> bool:
+    """Whether a part of a split question is searched by meaning too (`retrieval.part_vectors`): always,
+    never, or under "auto" when some collection is in another language than the question, or in several
+    ("mixed"), or says none: there its words may not match the documents'."""
+    if setting != "auto":
+        return setting == "always"
+    return any(lang != language for lang in collection_languages)
+
+
+def _languages(index, rag: dict) -> list[str | None]:
+    """The language each collection of the route records in its manifest (None: unknown)."""
+    return [collection_manifest(index, collection).get("language") for collection in rag["collections"]]
 
 
 def _mentions(find, text: str, policy, rag: dict, tenant: str | None, index, problems: list[str]):

@@ -195,6 +195,43 @@ def test_the_engine_scores_every_branchs_candidates_once_against_the_whole_quest
     assert any(c["matchedTerms"] for c in state["reranked"])
 
 
+@pytest.mark.parametrize("setting, language, collections, embedded", [
+    ("auto", "en", ["en"], False),           # words match the documents': the part is searched by them
+    ("auto", "pt", ["pt", "pt"], False),
+    ("auto", "en", ["pt"], True),            # across languages only meaning can match
+    ("auto", "pt", ["mixed"], True),
+    ("auto", "en", ["en", None], True),      # a collection that records no language
+    ("always", "en", ["en"], True),
+    ("never", "en", ["pt"], False),
+])
+def test_a_part_is_embedded_only_where_its_words_may_not_match(setting, language, collections, embedded):
+    assert retrieve_mod.part_needs_vector(setting, language, collections) is embedded
+
+
+def test_parts_searched_by_words_only_ask_the_model_for_the_whole_question_alone(ask, corpus, write_policy,
+                                                                                 monkeypatch):
+    import graph.runtime.query_vectors as query_vectors
+
+    embedded: list[str] = []
+    real_embed = query_vectors._embed
+    monkeypatch.setattr(query_vectors, "_embed", lambda ctx, model, text, problems, cached_only:
+                        (embedded.append(text) if not cached_only else None)
+                        or real_embed(ctx, model, text, problems, cached_only))
+    q = "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"
+    policy = write_policy(lambda raw: raw["retrieval"].update(part_vectors="never"))
+    state = ask(q, context=corpus.context("acme", policy_path=str(policy)))
+    parts = state["sub_queries"]
+    assert len(parts) == 3 and embedded == [q]
+    for i in range(1, len(parts) + 1):
+        branch = state["hits"][f"retrieve[{i}]"]
+        assert branch["dense"] == [] and branch["lexical"] and "error" not in branch
+    assert state["reranked"] and not state.get("errors")
+    # The sample collection mixes languages: under the default ("auto") every part is embedded too.
+    embedded.clear()
+    ask(q, context=corpus.context("acme"))
+    assert sorted(embedded) == sorted([q, *parts])
+
+
 def test_failing_branch_is_recorded_and_graph_finishes(ask, corpus, monkeypatch):
     class Broken:
         def search(self, *a, **k):
