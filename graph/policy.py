@@ -203,6 +203,9 @@ class DenseCalibration:
 class Diversity:
     weight: float = 0.0       # 0 turns the xQuAD diversification off
     rank_decay: float = 2.0   # how fast an aspect's list stops counting
+    # How much of an aspect the chunk first in its list answers (less for the chunks after it): 1 is xQuAD's
+    # "answered once picked"; less leaves the aspect room for its next chunk.
+    coverage: float = field(default=1.0, metadata=_SHARE)
 
 
 @dataclass(frozen=True)

@@ -293,12 +293,13 @@ def aspect_relevance(hits: dict[str, dict], question: str, candidates: list[Chun
     return rel
 
 
-def diversify(ranked: list[Chunk], aspects: np.ndarray, weight: float, n: int) -> list[Chunk]:
+def diversify(ranked: list[Chunk], aspects: np.ndarray, weight: float, n: int, coverage: float = 1.0) -> list[Chunk]:
     """xQuAD (Santos et al., 2010): pick chunks greedily by (1 − w)·relevance + w·(how much of each
     aspect they answer that the chunks picked so far left unanswered), so that the first places
     cover every part of a multi-part question instead of repeating the part that matches best.
-    The first `n` places are chosen this way (the first one by relevance alone); the rest keep their
-    relevance order."""
+    A picked chunk answers `coverage` × its relevance to an aspect of what was left of it (1: all of it
+    when it is the aspect's first chunk). The first `n` places are chosen this way (the first one by
+    relevance alone); the rest keep their relevance order."""
     if aspects.shape[1] < 2 or weight <= 0 or len(ranked) < 2:
         return ranked
     relevance = np.array([c["scores"]["rerank"] for c in ranked], dtype=np.float64)
@@ -314,7 +315,7 @@ def diversify(ranked: list[Chunk], aspects: np.ndarray, weight: float, n: int) -
         pick = int(np.argmax(gain))
         order.append(pick)
         free[pick] = False
-        uncovered *= 1 - aspects[pick]
+        uncovered *= 1 - coverage * aspects[pick]
     rest = [i for i in range(len(ranked)) if free[i]]
     for place, i in enumerate(order):
         ranked[i]["scores"]["diversity_rank"] = place + 1
@@ -447,7 +448,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     if ctx.rerank:
         ranked, provider_errors = relevance_rerank(ctx, policy, rag, state["question"], question_terms, ranked, boosts, index)
         aspects = aspect_relevance(state.get("hits") or {}, state["question"], ranked, cfg.diversity.rank_decay)
-        ranked = diversify(ranked, aspects, cfg.diversity.weight, 2 * max_chunks)
+        ranked = diversify(ranked, aspects, cfg.diversity.weight, 2 * max_chunks, cfg.diversity.coverage)
         errors += provider_errors
     # Texts are read only for the chunks that made the cut once boosted: twice the budget, so the
     # character limit still has chunks to choose from.

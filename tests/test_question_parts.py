@@ -99,6 +99,16 @@ def test_diversify_gives_each_part_a_top_place():
     assert out[1]["scores"]["diversity_rank"] == 2
 
 
+def test_a_part_whose_first_chunk_only_partly_answers_it_keeps_a_claim_on_the_next_places():
+    # c0 is part A's first chunk, c1 part B's; c2 is A's second (often the one that states the fact), c3
+    # answers neither part but is a little more relevant than c2.
+    aspects = np.array([[1, 0], [0, 1], [0.61, 0], [0, 0]], dtype=float)
+    order = lambda coverage: [c["id"] for c in diversify(_chunks([1.0, 0.5, 0.3, 0.35]), aspects, weight=0.8, n=4,
+                                                         coverage=coverage)]
+    assert order(1.0) == ["c0", "c1", "c3", "c2"]  # xQuAD's own: A was answered by c0
+    assert order(0.4) == ["c0", "c1", "c2", "c3"]
+
+
 def test_diversify_off_or_single_aspect_keeps_relevance_order():
     chunks = _chunks([1.0, 0.95, 0.9, 0.6])
     aspects = np.array([[1, 0], [0.9, 0], [0.8, 0], [0, 1]], dtype=float)
