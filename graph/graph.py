@@ -1,8 +1,10 @@
 """Wiring only: the nodes, their edges and the conditions between them.
 
-route_gate → decompose? → retrieve ×N (parallel, Send) → rrf → rerank → compose → judge
+route_gate → decompose? → retrieve ×N (parallel, Send) → rrf → rerank → bridge → compose → judge
 → memory_shield, with BLOCK → safe_response → memory_shield, and retrieval disabled → compose.
-Only questions route_gate scored as complex go through decompose.
+Only questions route_gate scored as complex go through decompose. A split question asking for a name goes
+once more from bridge through retrieve ×parts → rrf → rerank (each part searched with the name its best
+chunks give), and bridge then passes it on.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from langgraph.graph import END, START, StateGraph
 
 from graph.context import Context
 from graph.state import InputState, State
+from nodes.bridge import bridge
 from nodes.compose import compose
 from nodes.decompose import decompose
 from nodes.judge import judge
 from nodes.memory_shield import memory_shield
 from nodes.rerank import rerank
-from nodes.retrieve import fan_out, retrieve
+from nodes.retrieve import fan_out, fan_out_bridge, retrieve
 from nodes.route_gate import route_gate
 from nodes.rrf import rrf
 from nodes.safe_response import safe_response
@@ -30,6 +33,7 @@ NODES: dict[str, Callable[..., Any]] = {
     "retrieve": retrieve,
     "rrf": rrf,
     "rerank": rerank,
+    "bridge": bridge,
     "compose": compose,
     "judge": judge,
     "safe_response": safe_response,
@@ -50,16 +54,24 @@ def _after_gate_retrieval_only(state: State) -> str | list:
     return END if route == "compose" else route
 
 
+def after_bridge(state: State) -> str | list:
+    return fan_out_bridge(state) or "compose"
+
+
+def _after_bridge_retrieval_only(state: State) -> str | list:
+    return fan_out_bridge(state) or END
+
+
 def after_judge(state: State) -> str:
     return "safe_response" if state["verdict"]["final_decision"] == "BLOCK" else "memory_shield"
 
 
-RETRIEVAL_NODES = ("route_gate", "decompose", "retrieve", "rrf", "rerank")
+RETRIEVAL_NODES = ("route_gate", "decompose", "retrieve", "rrf", "rerank", "bridge")
 
 
 def build_graph(nodes: dict[str, Callable[..., Any]] | None = None, *, retrieval_only: bool = False) -> StateGraph:
     """The uncompiled graph. `nodes` replaces nodes by name (e.g. another composer). With
-    `retrieval_only`, the graph ends after rerank (what the evaluation harness measures)."""
+    `retrieval_only`, the graph ends after rerank and bridge (what the evaluation harness measures)."""
     impl = {**NODES, **(nodes or {})}
     if retrieval_only:
         impl = {name: impl[name] for name in RETRIEVAL_NODES}
@@ -73,10 +85,11 @@ def build_graph(nodes: dict[str, Callable[..., Any]] | None = None, *, retrieval
     builder.add_conditional_edges("decompose", fan_out, ["retrieve"])
     builder.add_edge("retrieve", "rrf")
     builder.add_edge("rrf", "rerank")
+    builder.add_edge("rerank", "bridge")
     if retrieval_only:
-        builder.add_edge("rerank", END)
+        builder.add_conditional_edges("bridge", _after_bridge_retrieval_only, ["retrieve", END])
         return builder
-    builder.add_edge("rerank", "compose")
+    builder.add_conditional_edges("bridge", after_bridge, ["retrieve", "compose"])
     builder.add_edge("compose", "judge")
     builder.add_conditional_edges("judge", after_judge, ["safe_response", "memory_shield"])
     builder.add_edge("safe_response", "memory_shield")

@@ -141,6 +141,9 @@ class RetrievalSettings:
     # Whether the parts of a split question are searched by meaning too (embedded), or by their words only:
     # "auto" embeds them only where words cannot match, over a collection in another or several languages.
     part_vectors: str = field(default="auto", metadata=rule(lambda v: v in PART_VECTORS, "one of " + ", ".join(PART_VECTORS)))
+    # A split question that asks for a name is searched again part by part with the name its best chunks give
+    # (nodes/bridge.py): how many of them are read for it (0: never).
+    bridge_from_chunks: int = field(default=3, metadata=rule(lambda v: v >= 0, "0 or more"))
 
 
 @dataclass(frozen=True)

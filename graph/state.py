@@ -82,7 +82,7 @@ class SearchResult(TypedDict):
     """What one retrieve branch found for one sub-query: a dense and a lexical ranked list."""
 
     sub_query: str
-    kind: Literal["sub_query", "performance", "scoped"]
+    kind: Literal["sub_query", "performance", "scoped", "bridge"]  # "bridge": a part searched with bridge_name
     dense: list[Chunk]
     lexical: list[Chunk]
     intent: NotRequired[str]  # the intent whose filters this part was searched under, when not the question's
@@ -241,6 +241,9 @@ class State(TypedDict, total=False):
     sources_named: list[str]
     sources_unheld: list[str]
     fused: list[Chunk]                      # after RRF, best first
+    # The name the evidence of a split which/who-question is about ("" when none, or the question asks for
+    # none); each part is then searched again with it (nodes/bridge.py). None until bridge runs.
+    bridge_name: str | None
     reranked: list[Chunk]                   # after rerank, boosts and budgets: what compose sees
 
     answer: str
@@ -269,7 +272,7 @@ TURN_INPUTS = ("request_id", "correlation_id", "question", "intent", "entity", "
 # Reset to these values by route_gate before a new question starts (`fresh_turn`).
 TURN_RESULTS: dict[str, Any] = {
     "decomposition": {}, "sub_queries": [], "part_routes": {}, "scoped_queries": [], "sources_named": [], "sources_unheld": [],
-    "hits": {}, "fused": [], "reranked": [],
+    "hits": {}, "fused": [], "bridge_name": None, "reranked": [],
     "answer": "", "direct_answer": None, "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {},
     "blocked_answer": "", "memory": {}, "timings_ms": {}, "errors": [],
 }
@@ -297,7 +300,7 @@ class RetrieveTask(TypedDict):
     question: str
     sub_query: str
     index: int
-    kind: Literal["sub_query", "performance", "scoped"]
+    kind: Literal["sub_query", "performance", "scoped", "bridge"]  # "bridge": a part searched with bridge_name
     rag: RouteRecord
     intent: NotRequired[str]            # a part routed on its own (State.part_routes): its intent
     filters: NotRequired[dict[str, Any]]  # ... and that intent's filters, instead of the question's

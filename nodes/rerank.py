@@ -274,11 +274,12 @@ def apply_boosts(chunks: list[Chunk], boosts: dict[str, tuple[float, dict]]) -> 
 
 def aspect_relevance(hits: dict[str, dict], question: str, candidates: list[Chunk], rank_decay: float) -> np.ndarray:
     """How well each candidate answers each aspect of a split question, 0–1: one column per part
-    (sub-query) and per scoped search; the whole question and the performance search are not
+    (sub-query), per part searched with the bridging name and per scoped search; the whole question and
+    the performance search are not
     aspects (the base relevance covers them). Within an aspect, its dense and lexical lists are
     fused (RRF) and a chunk's place p there gives exp(−p / rank_decay): an aspect is answered by its
     first few chunks, not by the fiftieth."""
-    keys = [k for k in sorted(hits) if hits[k]["kind"] == "scoped" or
+    keys = [k for k in sorted(hits) if hits[k]["kind"] in ("scoped", "bridge") or
             (hits[k]["kind"] == "sub_query" and hits[k]["sub_query"] != question)]
     # By point id: the hits name chunks by it, and a chunk fetched early (for a provider reranker) has
     # already been renamed "<docId>#<chunk index>".

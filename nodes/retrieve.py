@@ -59,6 +59,25 @@ def fan_out(state: State) -> list[Send]:
     return tasks
 
 
+def fan_out_bridge(state: State) -> list[Send]:
+    """One `Send` per part of the question, the part followed by the bridging name (nodes/bridge.py); none
+    when there is no name, or the parts were searched with it already."""
+    name = state.get("bridge_name")
+    if not name or any(r.get("kind") == "bridge" for r in (state.get("hits") or {}).values()):
+        return []
+    first = len(state.get("hits") or {})  # keys after the first round's: retrieve[first], ...
+    parts = [p for p in state.get("sub_queries") or [] if p != state["question"]]
+    routes = state.get("part_routes") or {}
+    tasks = []
+    for i, part in enumerate(parts):
+        task = RetrieveTask(question=state["question"], sub_query=f"{part} {name}", index=first + i, kind="bridge",
+                            rag=state["rag"])
+        if part in routes:
+            task.update(intent=routes[part]["intent"], filters=routes[part]["filters"])
+        tasks.append(Send("retrieve", task))
+    return tasks
+
+
 def to_chunk(hit: SearchHit, collection: str) -> Chunk:
     """A hit as a chunk of the state: identity and list score only; rerank adds the rest."""
     return Chunk(
@@ -160,7 +179,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         filters = dict(task["filters"] if "filters" in task else rag.get("filters") or {})
         if task["kind"] == "performance":
             filters = {"docType": policy.retrieval.performance_doc_type}
-        is_part = task["kind"] == "sub_query" and task["sub_query"] != task["question"]
+        is_part = task["kind"] in ("sub_query", "bridge") and task["sub_query"] != task["question"]
         if is_part and ctx.decompose:
             # A part of a split question that names a source ("... reported by TechCrunch") is
             # searched within it: that is where its evidence is.

@@ -210,7 +210,7 @@ def test_a_part_is_embedded_only_where_its_words_may_not_match(setting, language
 
 def test_parts_searched_by_words_only_ask_the_model_for_the_whole_question_alone(ask, corpus, write_policy,
                                                                                  monkeypatch):
-    import graph.runtime.query_vectors as query_vectors
+    from graph.runtime import query_vectors
 
     embedded: list[str] = []
     real_embed = query_vectors._embed

@@ -1,0 +1,48 @@
+"""bridge: the name the evidence of a split which/who-question is about, so that each part is searched again
+with it (graph/algorithms/bridging.py).
+
+It runs after rerank. For a question that asks for a name ("Which company …", "Who is the individual …")
+and was split into parts, it reads the best reranked chunks, takes the name most of their documents give
+that the question does not, and the graph then searches each part with that name added (retrieve, kind
+"bridge"), fuses every list again (rrf) and reranks; the second time through it does nothing. Any other
+question, or none of the chunks naming anything new, goes on to compose.
+"""
+
+from __future__ import annotations
+
+from langgraph.runtime import Runtime
+
+from graph.algorithms.bridging import bridge_name
+from graph.algorithms.question_form import question_form
+from graph.algorithms.text import get_analyzer
+from graph.context import Context
+from graph.runtime.run_policy import run_policy
+from graph.runtime.tenant_binding import run_context
+from graph.runtime.timing import timed
+from graph.state import State
+
+
+@timed("bridge")
+def bridge(state: State, runtime: Runtime[Context]) -> dict:
+    """Find the bridging name once per question.
+
+    Reads `question`, `sub_queries`, `reranked` (the first `retrieval.bridge_from_chunks`) and `rag`
+    (language, policy). Writes `bridge_name`: the name, or "" when the question asks for none, was not split,
+    the switch is off (the policy's 0, or Context.decompose / rerank off) or the chunks name nothing new.
+    Left as it is when already written this turn (the second pass)."""
+    if state.get("bridge_name") is not None:
+        return {}
+    ctx = run_context(runtime)
+    rag = state["rag"]
+    policy = run_policy(rag, ctx)
+    depth = policy.retrieval.bridge_from_chunks
+    parts = [p for p in state.get("sub_queries") or [] if p != state["question"]]
+    language = rag.get("language", "en")
+    if not (depth and ctx.decompose and ctx.rerank and len(parts) >= 2):
+        return {"bridge_name": ""}
+    if not question_form(state["question"], language, policy.languages.question_cues).wants_name:
+        return {"bridge_name": ""}
+    analyzer = get_analyzer(policy)
+    chunks = [(c.get("docId", ""), c.get("content", "")) for c in (state.get("reranked") or [])[:depth]]
+    name = bridge_name(state["question"], chunks, lambda token: not analyzer.terms(token, language))
+    return {"bridge_name": name or ""}

@@ -1,0 +1,96 @@
+"""bridge: a split question that asks for a name it never gives is searched again, each part with the name
+its best chunks give (multi-hop retrieval's bridge entity)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graph.algorithms.bridging import bridge_name
+from graph.context import Context
+from graph.graph import compile_graph
+from graph.indexing.ingest import ingest_path
+
+STOPWORDS = {"the", "a", "on", "of", "in", "and", "it", "its", "this", "that"}
+
+
+def is_stopword(token: str) -> bool:
+    return token.casefold() in STOPWORDS
+
+
+def test_the_name_most_documents_give_that_the_question_does_not():
+    chunks = [("tc", "Apple plans to appeal the ITC decision, TechCrunch reported."),
+              ("verge", "Apple has spent years listening to consumers. Tim Cook agreed."),
+              ("verge", "Tim Cook spoke on Monday.")]
+    question = "Which company, reported by TechCrunch, plans to appeal an ITC decision?"
+    # "Apple" is in two documents; "Tim Cook" in one (twice); TechCrunch and ITC are the question's own.
+    assert bridge_name(question, chunks, is_stopword) == "Apple"
+    assert bridge_name("Which company did Apple sue?", chunks, is_stopword) == "Tim Cook"
+    assert bridge_name(question, [("x", "nothing here is named.")], is_stopword) is None
+    assert bridge_name(question, [], is_stopword) is None
+
+
+DOCS = [
+    ("itc", "TechCrunch", ("Apple will appeal the ITC decision in the patent dispute over its watch sensors, the "
+                          "company said on Tuesday.")),
+    ("ruling", "TechCrunch", ("Apple lawyers filed to appeal the ITC patent decision, the latest step in a dispute "
+                             "over its watches.")),
+    ("listening", "The Verge", ("Apple has spent the last decade listening to its buyers in a way it had not "
+                               "before.")),
+    ("surface", "The Verge", ("Microsoft is more responsive to consumer feedback in recent years: the Surface team "
+                             "reads consumer feedback every week and answers consumer forums.")),
+    ("cars", "Wired", "Electric car makers face consumer feedback on charging networks."),
+]
+QUESTION = ("Which company, reported by TechCrunch to be planning to appeal an ITC decision on a patent dispute, "
+            "is also known for being more responsive to consumer feedback in recent years, and is covered by The "
+            "Verge?")
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory):
+    home = tmp_path_factory.mktemp("bridge")
+    src = home / "docs.jsonl"
+    src.write_text("\n".join(json.dumps({"id": i, "assetName": f"{s} {i}", "content": text,
+                                         "metadata": {"source": s, "status": "ready", "isApprovedForAI": True}})
+                             for i, s, text in DOCS), encoding="utf-8")
+    ingest_path(src, collection="documents", tenant="news", context=Context(home=str(home)))
+    return home
+
+
+def run(home, question, **context):
+    return compile_graph(retrieval_only=True).invoke(
+        {"question": question}, context=Context(home=str(home), tenant="news", top_n=10, **context))
+
+
+def test_each_part_is_searched_again_with_the_name_the_evidence_gives(home, write_policy):
+    state = run(home, QUESTION)
+    parts = [p for p in state["sub_queries"] if p != QUESTION]
+    assert len(parts) >= 2 and state["bridge_name"] == "Apple"
+    bridged = [r for r in state["hits"].values() if r["kind"] == "bridge"]
+    assert sorted(r["sub_query"] for r in bridged) == sorted(f"{p} Apple" for p in parts)
+    # The paraphrase of "more responsive to consumer feedback" ("listening to its buyers") is found through the
+    # name: the part's own words rank it lower.
+    part = next(p for p in parts if "consumer feedback" in p)
+    own = next(r for r in state["hits"].values() if r["kind"] == "sub_query" and r["sub_query"] == part)
+    again = next(r for r in bridged if r["sub_query"] == f"{part} Apple")
+    order = lambda result: [_doc_of(state, c["pointId"]) for c in result["lexical"]]
+    place = lambda result: order(result).index("listening") if "listening" in order(result) else len(DOCS)
+    assert place(again) < place(own)
+    assert "listening" in [c["docId"] for c in state["reranked"][:3]]
+    off = run(home, QUESTION, policy_path=str(write_policy(lambda raw: raw["retrieval"].update(bridge_from_chunks=0))))
+    assert off["bridge_name"] == "" and not any(r["kind"] == "bridge" for r in off["hits"].values())
+
+
+def _doc_of(state, point_id):
+    return next(c["docId"] for c in state["reranked"] if c["pointId"] == point_id)
+
+
+def test_a_question_that_asks_no_name_or_is_not_split_or_has_it_off_goes_on(home):
+    state = run(home, "Did Apple appeal the ITC decision on a patent dispute, as TechCrunch reported, and is it "
+                      "more responsive to consumer feedback in recent years according to The Verge?")
+    assert state["bridge_name"] == "" and not any(r["kind"] == "bridge" for r in state["hits"].values())
+    state = run(home, "Which company appealed the ITC decision?")
+    assert state["bridge_name"] == "" and len(state["hits"]) == 1
+    state = run(home, QUESTION, decompose=False)
+    assert state["bridge_name"] == "" and not any(r["kind"] == "bridge" for r in state["hits"].values())
