@@ -739,7 +739,7 @@ GRAPH_QUESTIONS = [
     "Como a decisão judicial mudou o processo de devoluções online e qual é a taxa atual de devolução?",
     "Analyze the winter collection from all perspectives: financial, marketing, operational and customer.",
 ]
-CRITICAL_PATH = ("route_gate", "decompose", "rrf", "rerank", "compose", "judge", "safe_response", "memory_shield")
+CRITICAL_PATH = ("route_gate", "decompose", "rrf", "rerank", "bridge", "compose", "judge", "safe_response", "memory_shield")
 
 
 class HashEmbeddings:
@@ -817,7 +817,7 @@ def graph_runs(app, ctx, probe: Probe, rounds: int, cold: bool) -> list[dict]:
 
 def summarize(rs: list[dict]) -> dict:
     nodes = {}
-    for name in ("route_gate", "decompose", "rrf", "rerank", "compose", "judge", "safe_response", "memory_shield"):
+    for name in ("route_gate", "decompose", "rrf", "rerank", "bridge", "compose", "judge", "safe_response", "memory_shield"):
         vals = [r["timings"][name] for r in rs if name in r["timings"]]
         if vals:
             nodes[name] = pct(vals, 50)

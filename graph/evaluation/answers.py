@@ -1,5 +1,5 @@
 """Answer evaluation on MultiHop-RAG and SQuAD-format data (e.g. FaQuAD): every query through the
-WHOLE graph (`compile_graph()`: route, decompose, retrieve, rrf, rerank, compose, judge,
+WHOLE graph (`compile_graph()`: route, decompose, retrieve, rrf, rerank, bridge, compose, judge,
 safe_response, memory_shield), as production runs it.
 
 The corpus is ingested (or its cached collection reused) by `ingest.ingest_dataset`, exactly as for
@@ -101,7 +101,7 @@ from graph.policy import load_policy
 SUPPORTED = ("multihop-rag", "squad")
 DECISIONS = ("OK", "WARNING", "BLOCK")
 # Node order of the per-node latency table (retrieve is per branch).
-ANSWER_NODES = ("route_gate", "decompose", "retrieve", "rrf", "rerank", "compose", "judge", "safe_response",
+ANSWER_NODES = ("route_gate", "decompose", "retrieve", "rrf", "rerank", "bridge", "compose", "judge", "safe_response",
                 "memory_shield")
 # The first word of a direct answer that says yes or no (English and Portuguese), folded.
 YES_NO_WORDS = {"yes": "yes", "sim": "yes", "no": "no", "não": "no"}

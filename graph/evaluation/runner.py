@@ -50,7 +50,7 @@ MULTIHOP_METRICS = ("hits@4", "hits@10", "mrr@10", "map@10", "fact_recall@10", "
 DOC_METRICS = ("ndcg@10", "recall@1", "recall@5", "recall@10", "mrr@10")
 METRIC_KEYS = ("hits@4", "hits@10", "mrr@10", "map@10", "fact_recall@10", "all_evidence@10", "doc_recall@10",
                "ndcg@10", "recall@1", "recall@5", "recall@10")
-NODES = ("route_gate", "decompose", "retrieve", "rrf", "rerank", "total")
+NODES = ("route_gate", "decompose", "retrieve", "rrf", "rerank", "bridge", "total")
 MIN_TOP_N = 10
 
 
