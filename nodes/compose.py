@@ -211,15 +211,24 @@ def off_period(sentence: str, question: str, title: str = "",
     no answer about the 2026 winter playbook, though the sentence itself names no year). So too with the
     spans of a year (`units`, the policy's `languages.period_units`): a question about a half-year and a
     sentence that names quarters only."""
-    text = f"{title} {sentence}"
-    asked = set(YEAR.findall(question))
+    return _other_period(_period_asked(question, units), f"{title} {sentence}", units)
+
+
+def _period_asked(question: str, units: Mapping[str, Sequence[str]] | None) -> tuple[set[str], set[str]]:
+    """The years and the spans of a year (`units`) the question names: read once for all its candidates."""
+    return set(YEAR.findall(question)), _period_units(question, units) if units else set()
+
+
+def _other_period(asked: tuple[set[str], set[str]], text: str, units: Mapping[str, Sequence[str]] | None) -> bool:
+    """`text` speaks of other years only than those `asked` (`_period_asked`), or of other spans of a year."""
+    asked_years, asked_units = asked
     said = set(YEAR.findall(text))
-    if asked and said and not asked & said:
+    if asked_years and said and not asked_years & said:
         return True
-    if not units:
+    if not asked_units:
         return False
-    asked_units, said_units = _period_units(question, units), _period_units(text, units)
-    return bool(asked_units and said_units and not asked_units & said_units)
+    said_units = _period_units(text, units)
+    return bool(said_units and not asked_units & said_units)
 
 
 def _period_units(text: str, units: Mapping[str, Sequence[str]]) -> set[str]:
@@ -237,7 +246,8 @@ def of_the_period(candidates: list[Candidate], question: str, doc_titles: dict[s
                   units: Mapping[str, Sequence[str]] | None = None) -> list[Candidate]:
     """The candidates not of another period than the question names (`off_period`, each read with its
     document's title)."""
-    return [c for c in candidates if not off_period(c.text, question, doc_titles.get(c.doc_id, ""), units)]
+    asked = _period_asked(question, units)
+    return [c for c in candidates if not _other_period(asked, f"{doc_titles.get(c.doc_id, '')} {c.text}", units)]
 
 
 def select_points(candidates: list[Candidate], question: str, max_points: int, max_chars: int,
