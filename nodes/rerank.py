@@ -405,9 +405,9 @@ def instruction_screen(matcher, notes: list[str]):
 def rerank(state: State, runtime: Runtime[Context]) -> dict:
     """Score each fused chunk against the original question, boost, diversify, fetch texts and cut.
 
-    Reads `fused`, `hits` (each aspect's own order, for a split question), `question` and `rag`
-    (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the chunks compose
-    sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (the
+    Reads `fused` (its first `rerank.pool`), `hits` (each aspect's own order, for a split question),
+    `question` and `rag` (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the
+    chunks compose sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (the
     engine's scores of the candidates missing or malformed, a provider reranker that failed, payloads
     refused, text addressed to a model removed). Reads
     `sub_queries` too: the parts a long question's sentences are matched against."""
@@ -418,6 +418,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         return {"reranked": []}
     policy = run_policy(rag, ctx)
     cfg = policy.rerank
+    fused = fused[: cfg.pool]
     analyzer, language = get_analyzer(policy), rag.get("language", "en")
     question_terms = set(analyzer.terms(state["question"], language))
     profile = rag["profile"]

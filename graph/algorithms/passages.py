@@ -55,16 +55,20 @@ def best_sentence_match(texts: Sequence[str], parts: Sequence[set],
     words match the whole question thinly, spread over 450 tokens. `parts`: each part's terms (the whole
     question's, for a question not split); `sentence_terms(text)`: the terms of each of its sentences."""
     sentences = [sentence_terms(text) for text in texts]
-    df = Counter(t for chunk in sentences for sentence in chunk for t in sentence)
+    # Only the parts' terms are counted or weighed: each sentence is cut to them first (a set
+    # intersection), so a question reads ~500 sentences' worth of small sets, not their every term.
+    wanted = frozenset().union(*parts)
+    held = [[s & wanted for s in chunk] for chunk in sentences]
+    df = Counter(t for chunk in held for sentence in chunk for t in sentence)
     n = sum(len(chunk) for chunk in sentences)
-    idf = {t: math.log(1 + n / (1 + df[t])) for part in parts for t in part}
+    idf = {t: math.log(1 + n / (1 + df[t])) for t in wanted}
     totals = [sum(idf[t] for t in part) for part in parts]
     best = []
-    for chunk in sentences:
+    for chunk in held:
         score = 0.0
         for part, total in zip(parts, totals):
             if total:
-                score = max(score, max((sum(idf[t] for t in part & s) / total for s in chunk), default=0.0))
+                score = max(score, max((sum(idf[t] for t in part & s) / total for s in chunk if s), default=0.0))
         best.append(score)
     return best
 
