@@ -1,10 +1,10 @@
 """Wiring only: the nodes, their edges and the conditions between them.
 
-route_gate → decompose? → retrieve ×N (parallel, Send) → rrf → rerank → bridge → compose → judge
+route_gate → decompose? → retrieve ×N (parallel, Send) → rrf → rerank → bridge? → compose → judge
 → memory_shield, with BLOCK → safe_response → memory_shield, and retrieval disabled → compose.
-Only questions route_gate scored as complex go through decompose. A split question asking for a name goes
-once more from bridge through retrieve ×parts → rrf → rerank (each part searched with the name its best
-chunks give), and bridge then passes it on.
+Only questions route_gate scored as complex go through decompose, and only split ones through bridge. A
+split question asking for a name goes once more from bridge through retrieve ×parts → rrf → rerank (each
+part searched with the name its best chunks give), and then on to compose.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from langgraph.graph import END, START, StateGraph
 
 from graph.context import Context
 from graph.state import InputState, State
-from nodes.bridge import bridge
+from nodes.bridge import bridge, may_bridge
 from nodes.compose import compose
 from nodes.decompose import decompose
 from nodes.judge import judge
@@ -54,6 +54,14 @@ def _after_gate_retrieval_only(state: State) -> str | list:
     return END if route == "compose" else route
 
 
+def after_rerank(state: State) -> str:
+    return "bridge" if may_bridge(state) else "compose"
+
+
+def _after_rerank_retrieval_only(state: State) -> str:
+    return "bridge" if may_bridge(state) else END
+
+
 def after_bridge(state: State) -> str | list:
     return fan_out_bridge(state) or "compose"
 
@@ -85,10 +93,11 @@ def build_graph(nodes: dict[str, Callable[..., Any]] | None = None, *, retrieval
     builder.add_conditional_edges("decompose", fan_out, ["retrieve"])
     builder.add_edge("retrieve", "rrf")
     builder.add_edge("rrf", "rerank")
-    builder.add_edge("rerank", "bridge")
     if retrieval_only:
+        builder.add_conditional_edges("rerank", _after_rerank_retrieval_only, ["bridge", END])
         builder.add_conditional_edges("bridge", _after_bridge_retrieval_only, ["retrieve", END])
         return builder
+    builder.add_conditional_edges("rerank", after_rerank, ["bridge", "compose"])
     builder.add_conditional_edges("bridge", after_bridge, ["retrieve", "compose"])
     builder.add_edge("compose", "judge")
     builder.add_conditional_edges("judge", after_judge, ["safe_response", "memory_shield"])

@@ -1,11 +1,12 @@
 """bridge: the name the evidence of a split which/who-question is about, so that each part is searched again
 with it (graph/algorithms/bridging.py).
 
-It runs after rerank. For a question that asks for a name ("Which company …", "Who is the individual …")
-and was split into parts, it reads the best reranked chunks, takes the name most of their documents give
-that the question does not, and the graph then searches each part with that name added (retrieve, kind
-"bridge"), fuses every list again (rrf) and reranks; the second time through it does nothing. Any other
-question, or none of the chunks naming anything new, goes on to compose.
+It runs after rerank, once per turn and only for a question split into parts (`may_bridge`: any other goes
+from rerank to compose). For a question that asks for a name ("Which company …", "Who is the individual …"),
+it reads the best reranked chunks, takes the name most of their documents give that the question does not,
+and the graph then searches each part with that name added (retrieve, kind "bridge"), fuses every list
+again (rrf), reranks and goes on to compose. Any other question, or none of the chunks naming anything
+new, goes on to compose.
 """
 
 from __future__ import annotations
@@ -20,6 +21,13 @@ from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import State
+
+
+def may_bridge(state: State) -> bool:
+    """Whether bridge has anything to look at: a question split into parts, not looked at yet this turn.
+    The rest go from rerank straight on (one graph step fewer), and keep `bridge_name` None."""
+    parts = [p for p in state.get("sub_queries") or [] if p != state["question"]]
+    return state.get("bridge_name") is None and len(parts) >= 2
 
 
 @timed("bridge")

@@ -26,7 +26,7 @@ QUESTION = "Quanto cresceram as vendas de inverno em 2025?"
 GLOBEX_QUESTION = "How much did sales grow in Q1 2026?"
 ACME_DOC, GLOBEX_DOC = "acme-bi-2025-inverno-sales", "globex-bi-2026-q1-sales"
 ROOT = Path(__file__).resolve().parent.parent
-UPDATES = ["route_gate", "retrieve", "rrf", "rerank", "bridge", "compose", "judge", "memory_shield"]
+UPDATES = ["route_gate", "retrieve", "rrf", "rerank", "compose", "judge", "memory_shield"]  # a question not split: no bridge
 CALL_SECONDS = 120  # one MCP session (initialize, list, a few calls): bounded, whatever the server does
 
 

@@ -46,7 +46,8 @@ def test_the_assistant_shows_its_nodes_conditional_edges_and_context_schema(serv
     assert NODES <= {n["id"] for n in drawn["nodes"]}
     conditional = {(e["source"], e["target"]) for e in drawn["edges"] if e.get("conditional")}
     assert {("route_gate", "decompose"), ("route_gate", "retrieve"), ("route_gate", "compose"),
-            ("bridge", "retrieve"), ("bridge", "compose"), ("judge", "safe_response"), ("judge", "memory_shield")} <= conditional
+            ("rerank", "bridge"), ("rerank", "compose"), ("bridge", "retrieve"), ("bridge", "compose"),
+            ("judge", "safe_response"), ("judge", "memory_shield")} <= conditional
     schemas = client.assistants.get_schemas(assistant["assistant_id"])
     context = schemas["context_schema"]["properties"]
     assert {"tenant", "policy_path", "chat_model", "top_n"} <= set(context)
@@ -106,7 +107,7 @@ def test_runs_stream_shows_each_node_as_it_finishes(served):
     for part in sdk(served, ACME).runs.stream(None, "ragate", input={"question": QUESTION}, stream_mode="updates"):
         if part.event == "updates":
             nodes.extend(part.data)
-    assert nodes == ["route_gate", "retrieve", "rrf", "rerank", "bridge", "compose", "judge", "memory_shield"]
+    assert nodes == ["route_gate", "retrieve", "rrf", "rerank", "compose", "judge", "memory_shield"]
 
 
 COMPOSED = ("As vendas do inverno 2025 cresceram 7,9% sobre o inverno 2024 [acme-bi-2025-inverno-sales].\n\n"
