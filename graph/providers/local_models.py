@@ -114,8 +114,8 @@ def model_threads() -> int:
 
 class OnnxModel:
     """One ONNX model and its tokenizer: one session that uses every core (up to 4) for a batch, and a
-    pool of single-threaded sessions, one per core, for short texts asked at the same moment (the parts of a
-    question, when they are embedded); a short text asked alone takes the many-thread session.
+    pool of single-threaded sessions, one per core, for short texts (a question, and the parts of one when
+    they are embedded), each run in its caller's thread.
 
     The parallel retrieve branches of a split question each embed a twenty-token text at the same
     moment. The one many-thread session ran them one after another at ~7.5 ms each; two one-thread
@@ -153,8 +153,6 @@ class OnnxModel:
         self.inputs = {i.name for i in sessions[0].get_inputs()}
         self._lock = threading.Lock()  # the tokenizer's truncation setting is shared state
         self._wide_lock = threading.Lock()  # the many-thread session runs one call at a time
-        self._calls_lock = threading.Lock()
-        self._small_calls = 0  # small calls running now (under `_calls_lock`)
         self._free: queue.LifoQueue = queue.LifoQueue()
         for session in sessions:
             self._free.put(session)
@@ -184,25 +182,15 @@ class OnnxModel:
         if ids.size > self.SMALL_CALL_TOKENS:
             with self._wide_lock:
                 return self._wide.run(None, feeds)[0]
-        # A small call alone takes every core (a 70-token question: 8.5 ms against 13.2 on one thread);
-        # small calls at the same moment take one-thread sessions and run side by side.
-        with self._calls_lock:
-            alone = self._small_calls == 0 and not self._wide_lock.locked()
-            self._small_calls += 1
+        # A small call takes a one-thread session in the caller's thread, even alone. On its own the many-thread
+        # session embeds a 70-token question sooner (8.5 ms against 13.2), but in the graph its second thread
+        # competes for the two cores with the branches searching beside it: on MultiHop-RAG dev questions, the
+        # whole retrieval ran 43.3 ms p50 this way against 53.5 with it (bench/RESULTS.md).
+        session = self._free.get()  # a free one-thread session, or wait for one
         try:
-            if alone and self._wide_lock.acquire(blocking=False):
-                try:
-                    return self._wide.run(None, feeds)[0]
-                finally:
-                    self._wide_lock.release()
-            session = self._free.get()  # a free one-thread session, or wait for one
-            try:
-                return session.run(None, feeds)[0]
-            finally:
-                self._free.put(session)
+            return session.run(None, feeds)[0]
         finally:
-            with self._calls_lock:
-                self._small_calls -= 1
+            self._free.put(session)
 
 
 def length_batches(encodings: list, batch_tokens: int) -> list[list[int]]:
