@@ -41,6 +41,7 @@ from graph.providers.resources import bounded_index
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import VectorIndex, payload_passes_gates
 from graph.runtime.query_vectors import collection_manifest, vectors_by_collection
+from graph.runtime.request_reads import request_reads
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -184,20 +185,27 @@ def model_settings(index: VectorIndex, collections: list[str], cfg: RerankSettin
 
 
 def engine_features(chunks: list[Chunk], ctx: Context, index: VectorIndex, policy, rag: dict, question: str,
-                    question_terms: set[int], problems: list[str]) -> bool:
+                    question_terms: set[int], problems: list[str], known: dict | None = None) -> bool:
     """Give each candidate `similarity` (cosine to the whole question), `matchedTerms` (the question's
     terms it holds) and `flags` (the boosts and OTHER_LANGUAGE_FLAG whose conditions it meets), asked
     of the engine once per collection for every branch's candidates together. The question's vector is
     the one retrieve embedded (never a second model call: a model that failed there is not waited on
     again); without it there is no similarity and no flag. Whether the engine answered for every
     collection: a failure says so in `problems` (the candidates are then ranked by their lists);
-    malformed values are ignored, and counted."""
+    malformed values are ignored, and counted. `known`: this request's earlier answers, by (collection,
+    point id): those candidates are not asked again, and the new answers are added."""
+    known = {} if known is None else known
     language = rag.get("language", "en")
     boost_flags = {n: c for n, (_, c) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {}
     other_languages = [lang for lang in policy.languages.markers if lang != language]
     by_collection: dict[str, list[Chunk]] = {}
     for chunk in chunks:
         chunk.update(similarity=0.0, matchedTerms=[], flags=[])
+        answered_before = known.get((chunk.get("collection", ""), chunk["pointId"]))
+        if answered_before is not None:
+            similarity, matched, met = answered_before
+            chunk.update(similarity=similarity, matchedTerms=list(matched), flags=list(met))
+            continue
         by_collection.setdefault(chunk.get("collection", ""), []).append(chunk)
     # Any reason the question has no vector was given by retrieve, which embedded it.
     vectors = vectors_by_collection(ctx, index, list(by_collection), question, [], cached_only=True)
@@ -230,6 +238,7 @@ def engine_features(chunks: list[Chunk], ctx: Context, index: VectorIndex, polic
             if not isinstance(met, list) or not all(name in flags for name in met):
                 met, malformed = [], malformed + 1
             chunk.update(similarity=float(similarity or 0.0), matchedTerms=matched, flags=met)
+            known[(collection, chunk["pointId"])] = (chunk["similarity"], tuple(matched), tuple(met))
     if malformed:
         problems.append(f"rerank: the vector engine returned {malformed} malformed candidate feature(s) "
                         "(similarity, terms, flags): ignored")
@@ -323,19 +332,29 @@ def diversify(ranked: list[Chunk], aspects: np.ndarray, weight: float, n: int, c
     return [ranked[i] for i in order + rest]
 
 
-def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex, problems: list[str] | None = None) -> list[Chunk]:
+def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex, problems: list[str] | None = None,
+                known: dict | None = None) -> list[Chunk]:
     """Name each chunk and give it its text and metadata (one engine call per collection, gated);
     a chunk whose payload is gone (re-ingested or re-gated since the search) is dropped, one that
     already has its text keeps it. A payload the engine should not have returned (another tenant's,
     not approved) or cannot have stored (no text, no document id) is dropped too, and counted in
-    `problems`: the gates are checked here once more, whatever index answered."""
+    `problems`: the gates are checked here once more, whatever index answered. `known`: payloads this
+    request read before, by (collection, point id): not read again, and the new ones are added."""
+    known = {} if known is None else known
     by_collection: dict[str, list[str]] = {}
-    for c in chunks:
-        if "content" not in c:  # a chunk fetched already (for a provider reranker) is not read twice
-            by_collection.setdefault(c["collection"], []).append(c["pointId"])
     payloads: dict[str, dict] = {}
+    for c in chunks:
+        if "content" in c:  # a chunk fetched already (for a provider reranker) is not read twice
+            continue
+        if (c["collection"], c["pointId"]) in known:
+            payloads[c["pointId"]] = known[(c["collection"], c["pointId"])]
+        else:
+            by_collection.setdefault(c["collection"], []).append(c["pointId"])
     for collection, point_ids in by_collection.items():
-        payloads.update(index.fetch(collection, tenant, point_ids))
+        found = index.fetch(collection, tenant, point_ids)
+        payloads.update(found)
+        if isinstance(found, dict):
+            known.update(((collection, pid), p) for pid, p in found.items())
     out, refused = [], 0
     for c in chunks:
         p = payloads.get(c["pointId"])
@@ -410,7 +429,9 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     chunks compose sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (the
     engine's scores of the candidates missing or malformed, a provider reranker that failed, payloads
     refused, text addressed to a model removed). Reads
-    `sub_queries` too: the parts a long question's sentences are matched against."""
+    `sub_queries` too: the parts a long question's sentences are matched against; and `request_id`: a
+    candidate's features and payload read earlier in the request are not read again (bridge's second pass,
+    graph/runtime/request_reads.py)."""
     ctx = run_context(runtime)
     rag = state["rag"]
     fused = state.get("fused") or []
@@ -427,13 +448,17 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     settings_of = model_settings(index, rag["collections"], cfg)
     length_share = cfg.length_share(len(question_terms))
     errors: list[str] = []
-    scored_by_engine = engine_features(fused, ctx, index, policy, rag, state["question"], question_terms, errors)
+    # A question reranked again in this request (bridge) reads from the engine only what is new.
+    features_read = request_reads(state.get("request_id"), "features")
+    payloads_read = request_reads(state.get("request_id"), "payloads")
+    scored_by_engine = engine_features(fused, ctx, index, policy, rag, state["question"], question_terms, errors,
+                                       features_read)
     scored = base_scores(question_terms, fused, cfg, settings_of, length_share)
     if ctx.rerank and scored_by_engine:
         parts = [set(analyzer.terms(part, language)) for part in state.get("sub_queries") or [state["question"]]]
         try:
             scored = sentence_evidence(scored, parts, length_share, cfg.long_questions,
-                                       lambda head: fetch_texts(head, ctx.tenant, index, errors),
+                                       lambda head: fetch_texts(head, ctx.tenant, index, errors, payloads_read),
                                        lambda text: analyzer.sentence_terms(text, language))
         except Exception as exc:  # the texts could not be read: the blend without them stands
             errors.append(f"rerank: the candidates' texts could not be read for their best sentences "
@@ -448,7 +473,8 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     boosts = policy.boosts(ctx.current_year) if ctx.boosts else {}
     ranked = apply_boosts(scored, boosts)
     if ctx.rerank:
-        ranked, provider_errors = relevance_rerank(ctx, policy, rag, state["question"], question_terms, ranked, boosts, index)
+        ranked, provider_errors = relevance_rerank(ctx, policy, rag, state["question"], question_terms, ranked, boosts,
+                                                   index, payloads_read)
         aspects = aspect_relevance(state.get("hits") or {}, state["question"], ranked, cfg.diversity.rank_decay)
         ranked = diversify(ranked, aspects, cfg.diversity.weight, 2 * max_chunks, cfg.diversity.coverage)
         errors += provider_errors
@@ -456,7 +482,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     # character limit still has chunks to choose from.
     try:
         ranked = fetch_texts([c for c in ranked if c["rerankScore"] >= profile["min_score"]][: 2 * max_chunks],
-                             ctx.tenant, index, errors)
+                             ctx.tenant, index, errors, payloads_read)
     except Exception as exc:  # no texts, nothing to answer from: compose says so, the failure is recorded
         errors.append(f"rerank: the vector engine did not return the chunks' texts ({failure_reason(exc)}); "
                       "no chunk kept")
@@ -477,7 +503,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
 
 
 def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_terms: set[int], ranked: list[Chunk],
-                     boosts: dict, index: VectorIndex) -> tuple[list[Chunk], list[str]]:
+                     boosts: dict, index: VectorIndex, payloads_read: dict | None = None) -> tuple[list[Chunk], list[str]]:
     """Rerank the best candidates with the run's relevance model (graph/providers/relevance.py: the local
     cross-encoder under `auto` for an English question over English collections where the policy's
     `auto_cross_encoder` or the profile's `rerank_depth` asks for it, or the configured
@@ -502,7 +528,7 @@ def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_te
         depth = settings.candidates if depth is None else int(depth)
         scorer = relevance_scorer(spec, ctx, analyzer=analyzer, language=language, max_tokens=settings.max_tokens,
                                   top_n=depth)
-        head = fetch_texts(ranked[:depth], ctx.tenant, index, notes)
+        head = fetch_texts(ranked[:depth], ctx.tenant, index, notes, payloads_read)
         if scorer.reads_windows:
             passages = [_passage(c, question_terms, lambda text: analyzer.terms(text, language),
                                  settings.window_words) for c in head]

@@ -97,3 +97,38 @@ def test_a_question_that_asks_no_name_or_is_not_split_or_has_it_off_goes_on(home
     assert state["bridge_name"] is None and len(state["hits"]) == 1 and "bridge" not in state["timings_ms"]
     state = run(home, QUESTION, decompose=False)
     assert state["bridge_name"] is None and not any(r["kind"] == "bridge" for r in state["hits"].values())
+
+
+def test_the_second_rerank_reads_from_the_engine_only_what_the_first_did_not(home, monkeypatch):
+    import graph.providers.resources as resources_mod
+    import nodes.rerank as rerank_mod
+    from graph.providers.vectorstore import open_index
+
+    real = open_index(home)
+    asked: list[tuple[str, list[str]]] = []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def features(self, *a, **k):
+            asked.append(("features", list(k["point_ids"])))
+            return real.features(*a, **k)
+
+        def fetch(self, collection, tenant, point_ids, *a, **k):
+            asked.append(("fetch", list(point_ids)))
+            return real.fetch(collection, tenant, point_ids, *a, **k)
+
+    monkeypatch.setattr(resources_mod, "vector_index_for", lambda ctx: Counting())
+    state = run(home, QUESTION)
+    assert state["bridge_name"] == "Apple"
+    for kind in ("features", "fetch"):
+        ids = [pid for k, pids in asked if k == kind for pid in pids]
+        assert ids and len(ids) == len(set(ids)), kind  # no candidate read twice in the request
+    # The same ranking as when every rerank reads everything again.
+    asked.clear()
+    monkeypatch.setattr(rerank_mod, "request_reads", lambda request_id, kind: {})
+    again = run(home, QUESTION)
+    assert [c["id"] for c in again["reranked"]] == [c["id"] for c in state["reranked"]]
+    assert len([pid for k, pids in asked if k == "features" for pid in pids]) > len(
+        {pid for k, pids in asked if k == "features" for pid in pids})

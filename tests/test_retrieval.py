@@ -525,3 +525,19 @@ def test_a_long_questions_order_carries_the_score_blends_values():
     plain = base_scores({1, 2, 3, 4}, [dict(c) for c in chunks], RerankSettings(), None, 0.0)
     own = [c["scores"]["rerank_base"] for c in plain]
     assert [c["scores"]["rerank_base"] for c in on_score_scale(plain)] == own
+
+
+def test_request_reads_are_one_requests_own_and_only_the_last_requests_are_kept():
+    from graph.runtime import request_reads as reads_mod
+
+    first = reads_mod.request_reads("req-a", "features")
+    first[("documents", "1")] = (0.5, (), ())
+    assert reads_mod.request_reads("req-a", "features") is first
+    assert reads_mod.request_reads("req-b", "features") == {} and reads_mod.request_reads("req-a", "payloads") == {}
+    # A node run on its own has no request id: nothing is kept for it.
+    unnamed = reads_mod.request_reads(None, "features")
+    unnamed["x"] = 1
+    assert reads_mod.request_reads(None, "features") == {}
+    for i in range(reads_mod.KEPT_REQUESTS):
+        reads_mod.request_reads(f"later-{i}", "features")
+    assert reads_mod.request_reads("req-a", "features") == {}  # over: read again if ever asked
