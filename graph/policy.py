@@ -310,8 +310,6 @@ class RerankSettings:
     weights: RerankWeights = RerankWeights()
     dense_calibration: DenseCalibration = DenseCalibration()
     top_n: int = field(default=5, metadata=_POSITIVE)
-    # How many of the fused candidates are scored (the fused order's first); the rest are not returned.
-    pool: int = field(default=100, metadata=_POSITIVE)
     relevance: RelevanceModels = RelevanceModels()
     # Embedding models differ in how far their cosine can be trusted and on what scale it runs
     # (bge-small's unrelated pairs sit near 0.6, USE's near 0.2): a model listed here has its own

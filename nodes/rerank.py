@@ -424,7 +424,7 @@ def instruction_screen(matcher, notes: list[str]):
 def rerank(state: State, runtime: Runtime[Context]) -> dict:
     """Score each fused chunk against the original question, boost, diversify, fetch texts and cut.
 
-    Reads `fused` (its first `rerank.pool`), `hits` (each aspect's own order, for a split question),
+    Reads `fused`, `hits` (each aspect's own order, for a split question),
     `question` and `rag` (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the
     chunks compose sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (the
     engine's scores of the candidates missing or malformed, a provider reranker that failed, payloads
@@ -439,7 +439,6 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         return {"reranked": []}
     policy = run_policy(rag, ctx)
     cfg = policy.rerank
-    fused = fused[: cfg.pool]
     analyzer, language = get_analyzer(policy), rag.get("language", "en")
     question_terms = set(analyzer.terms(state["question"], language))
     profile = rag["profile"]
