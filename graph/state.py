@@ -294,6 +294,12 @@ def fresh_turn() -> dict[str, Any]:
             for name, empty in TURN_RESULTS.items()}
 
 
+def question_parts(state: State) -> list[str]:
+    """The parts a split question was searched by: its sub-queries but the question itself (none when it
+    was not split)."""
+    return [p for p in state.get("sub_queries") or [] if p != state["question"]]
+
+
 class RetrieveTask(TypedDict):
     """The payload `Send` hands to one retrieve branch."""
 

@@ -20,14 +20,13 @@ from graph.context import Context
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
-from graph.state import State
+from graph.state import State, question_parts
 
 
 def may_bridge(state: State) -> bool:
     """Whether bridge has anything to look at: a question split into parts, not looked at yet this turn.
     The rest go from rerank straight on (one graph step fewer), and keep `bridge_name` None."""
-    parts = [p for p in state.get("sub_queries") or [] if p != state["question"]]
-    return state.get("bridge_name") is None and len(parts) >= 2
+    return state.get("bridge_name") is None and len(question_parts(state)) >= 2
 
 
 @timed("bridge")
@@ -44,9 +43,8 @@ def bridge(state: State, runtime: Runtime[Context]) -> dict:
     rag = state["rag"]
     policy = run_policy(rag, ctx)
     depth = policy.retrieval.bridge_from_chunks
-    parts = [p for p in state.get("sub_queries") or [] if p != state["question"]]
     language = rag.get("language", "en")
-    if not (depth and ctx.decompose and ctx.rerank and len(parts) >= 2):
+    if not (depth and ctx.decompose and ctx.rerank and len(question_parts(state)) >= 2):
         return {"bridge_name": ""}
     if not question_form(state["question"], language, policy.languages.question_cues).wants_name:
         return {"bridge_name": ""}

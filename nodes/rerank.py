@@ -424,9 +424,9 @@ def instruction_screen(matcher, notes: list[str]):
 def rerank(state: State, runtime: Runtime[Context]) -> dict:
     """Score each fused chunk against the original question, boost, diversify, fetch texts and cut.
 
-    Reads `fused`, `hits` (each aspect's own order, for a split question),
-    `question` and `rag` (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the
-    chunks compose sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (the
+    Reads `fused`, `hits` (each aspect's own order, for a split question), `question` and `rag`
+    (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the chunks compose
+    sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (the
     engine's scores of the candidates missing or malformed, a provider reranker that failed, payloads
     refused, text addressed to a model removed). Reads
     `sub_queries` too: the parts a long question's sentences are matched against; and `request_id`: a

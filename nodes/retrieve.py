@@ -37,7 +37,7 @@ from graph.runtime.query_vectors import collection_manifest, vectors_by_collecti
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
-from graph.state import Chunk, RetrieveTask, SearchResult, State
+from graph.state import Chunk, RetrieveTask, SearchResult, State, question_parts
 
 
 def fan_out(state: State) -> list[Send]:
@@ -69,7 +69,7 @@ def fan_out_bridge(state: State) -> list[Send]:
     if not name or any(r.get("kind") == "bridge" for r in (state.get("hits") or {}).values()):
         return []
     first = len(state.get("hits") or {})  # keys after the first round's: retrieve[first], ...
-    parts = [p for p in state.get("sub_queries") or [] if p != state["question"]]
+    parts = question_parts(state)
     routes = state.get("part_routes") or {}
     tasks = []
     for i, part in enumerate(parts):
