@@ -493,6 +493,9 @@ class SourceCues:
     links: tuple[str, ...] = ()     # between such a noun and the source's name: "by", "from", "da"
     before: tuple[str, ...] = ()    # phrases the source's name follows: "according to", "segundo"
     articles: tuple[str, ...] = ()  # words before a name that are not part of it: "the", "o"
+    # How a question says a source spoke of something ("discussed in TechCrunch articles", "mencionado pela
+    # Folha"): like the nouns, words that point at documents, not what the question asks about.
+    verbs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -339,11 +339,15 @@ def part_leads(hits: dict[str, SearchResult], chunks: list[Chunk]) -> dict[str, 
 
 
 def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer,
-                    synonyms: Sequence[Sequence[str]] = (), cues=None) -> list[str]:
+                    synonyms: Sequence[Sequence[str]] = (), cues=None,
+                    pointing: frozenset[str] = frozenset()) -> list[str]:
     """The parts of a split question that nothing retrieved speaks of: a part with two or more terms of
     its own (not shared with another part) none of which any relevant chunk holds, itself or by a synonym;
     and a part asking how to do something whose act no relevant chunk names ("otimizar" of "como otimizar o
-    CPC": the CPC is reported, how to lower it is not; `asked_act`, by the policy's question `cues`)."""
+    CPC": the CPC is reported, how to lower it is not; `asked_act`, by the policy's question `cues`).
+    A part's numbers and its `pointing` words (`pointing_words`, folded) do not count towards the two: they
+    say which documents it means, not what it asks ("as reported by both The Verge and TechCrunch", "the
+    subsequent TechCrunch article on October 30, 2023" are no part a document could fail to cover)."""
     if len(parts) < 2:
         return []
     present: set[int] = set()
@@ -354,9 +358,16 @@ def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyz
     terms = [analyzer.terms(p, language) for p in parts]
     out = []
     for i, part in enumerate(parts):
+        # What a part asking for a name calls it ("the individual", "the name of the organization") is no more
+        # for a document to hold than the name of its source.
+        form = question_form(part, language, cues) if cues is not None else None
+        asked_kind = (frozenset(form.focus) & {fold(n) for n in cues[language].entity_nouns}
+                      if form is not None and form.wants_name and language in cues else frozenset())
+        saying = set().union(*(ids for w, ids in analyzer.content_words(part, language)
+                               if fold(w) not in pointing | asked_kind and not any(ch.isdigit() for ch in w)))
         own = terms[i] - set().union(*(t for j, t in enumerate(terms) if j != i))
         act = asked_act(part, language, cues) if cues is not None else None
-        if (len(own) >= 2 and not own & present) or (act and not analyzer.terms(act, language) & present):
+        if (len(own & saying) >= 2 and not own & present) or (act and not analyzer.terms(act, language) & present):
             out.append(part)
     return out
 
@@ -483,7 +494,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     lines += [f"- {_cite(' '.join(filter(None, [lead_in.get(id(c)), c.text])), [c.doc_id])}" for c in picked]
     # A part answered by the list under a heading that names it is covered, whatever words the list uses.
     by_list = {parts[i] for i in listed.values()}
-    uncovered = [p for p in uncovered_parts(parts, chunks, language, analyzer, synonyms, policy.languages.question_cues)
+    uncovered = [p for p in uncovered_parts(parts, chunks, language, analyzer, synonyms, policy.languages.question_cues,
+                                            pointing_words(policy, language, chunks))
                  if p not in by_list]
     # A part's words cannot be looked for in text of another language. When the answer was chosen by meaning
     # (its best evidence is in another language), such text may hold any part: none is named missing.
@@ -833,6 +845,23 @@ def asking_words(policy, language: str) -> frozenset[str]:
     if cues is None:
         return light
     return light | frozenset(fold(word) for kind in KINDS for phrase in getattr(cues, kind) for word in phrase.split())
+
+
+def pointing_words(policy, language: str, chunks: list[Chunk]) -> frozenset[str]:
+    """Words by which a question points at documents rather than says what it asks, folded: its asking
+    words (`asking_words`), how it attributes to a source (`source_cues`: "article", "reported by",
+    "discussed"), month
+    names, and the words of the values the retrieved `chunks` carry in the fields a question names
+    ("TechCrunch", "The Verge": `retrieval.mention_fields`)."""
+    languages = policy.languages
+    source = languages.source_cues.get(language)
+    phrases = [*languages.months.get(language, ()),
+               *(w for kind in ("nouns", "links", "before", "verbs") for w in (getattr(source, kind) if source else ()))]
+    for c in chunks:
+        metadata = c.get("metadata") or {}
+        phrases += [str(metadata[f]) for f in policy.retrieval.mention_fields if metadata.get(f)]
+    # Split as the analyzer splits ("CBSSports.com": "cbssports", "com").
+    return asking_words(policy, language) | frozenset(w for phrase_ in phrases for w in re.findall(r"\w+", fold(phrase_)))
 
 
 def build_suggestions(language: str, rag: dict, chunks: list[Chunk], missing: list[str], policy_allow: list[str]) -> list[str]:

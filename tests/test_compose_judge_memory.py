@@ -477,3 +477,29 @@ def test_a_part_no_text_in_the_questions_language_covers_is_pointed_to_or_named_
     # No search of its own to go by, with text in another language at hand: nothing is claimed either way.
     silent = answer(None)
     assert not any(matches_phrase(line, "pt", k) for line in silent for k in ("missing_part", "part_in_other_language"))
+
+
+def test_a_part_that_only_says_which_documents_is_never_named_missing(policy):
+    """"as reported by both The Verge and TechCrunch" points at documents (their `source`, a mention field);
+    an answer citing both must not say the documents do not cover it. A part that asks something no
+    document holds still is named."""
+    from graph.algorithms.text import get_analyzer
+    from nodes.compose import extractive_answer
+
+    verge = mk("verge-sbf", 0.9, content="Sam Bankman-Fried faces a criminal trial for fraud and conspiracy.",
+               source="The Verge")
+    techcrunch = mk("tc-sbf", 0.8, content="Prosecutors say Sam Bankman-Fried committed fraud for personal gain.",
+                    source="TechCrunch")
+    question = ("Who is the individual facing a criminal trial for fraud, as reported by both The Verge and "
+                "TechCrunch on October 30, 2023, and accused by prosecutors of fraud for personal gain?")
+    parts = ["Who is the individual facing a criminal trial for fraud",
+             "as reported by both The Verge and TechCrunch on October 30, 2023",
+             "accused by prosecutors of fraud for personal gain"]
+    analyzer = get_analyzer(policy)
+    lines = extractive_answer(question, parts, "en", [verge, techcrunch], analyzer, policy).lines
+    assert not any(matches_phrase(line, "en", "missing_part") for line in lines)
+    asked = [*parts, "whose sentencing hearing was postponed"]
+    lines = extractive_answer(question + " whose sentencing hearing was postponed", asked, "en",
+                              [verge, techcrunch], analyzer, policy).lines
+    assert matches_phrase(lines[-1], "en", "missing_part") and "sentencing hearing" in lines[-1]
+    assert "The Verge" not in lines[-1]
