@@ -424,7 +424,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     found = (answer_by_part(parts, chunks, language, analyzer, policy, ranking_relevance,
                             form.compares and form.kind in ("open", "which", "how_much"))
              or direct_answer(question, form, parts, of_the_period(titled, question, doc_titles, units), words,
-                              **direct_settings(policy, language)))
+                              **direct_settings(policy, language), titles=doc_titles))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
     read = [c for c in candidates if found and c.text in found.sentences]  # where the direct answer was read
     # The direct answer's sentence follows it when it says more than the direct answer does.

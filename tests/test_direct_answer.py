@@ -48,7 +48,7 @@ def test_question_cues_come_from_the_policy(policy):
     assert question_form("Quem é o relator?", "pt", without).kind != "who"
 
 
-def _answer(policy, question, language, sentences):
+def _answer(policy, question, language, sentences, titles=None):
     analyzer = get_analyzer(policy)
     words = QuestionWords(question, analyzer, language)
     ranked = rank_sentences(words, [(doc, text, i, 0.8) for i, (doc, text) in enumerate(sentences)])
@@ -56,7 +56,42 @@ def _answer(policy, question, language, sentences):
     cfg = policy.compose.direct
     return direct_answer(question, form, [question], ranked, words, months=policy.languages.months,
                          negations=policy.languages.negations[language], floor=cfg.sentence_floor, depth=cfg.depth,
-                         part_floor=cfg.part_floor, synonyms=policy.languages.question_cues[language].synonyms)
+                         part_floor=cfg.part_floor, synonyms=policy.languages.question_cues[language].synonyms,
+                         name_margin=cfg.name_margin, titles=titles)
+
+
+TRIAL = [("verge", "Prosecutors said Bankman-Fried took customer money from the crypto exchange."),
+         ("verge", "The jury heard that Bankman-Fried lied to lenders, and Bankman-Fried denied it."),
+         ("tc", "In court, Bankman-Fried said he had made mistakes.")]
+WHO = "Who is the individual accused by prosecutors of taking customer money from a crypto exchange?"
+
+
+def test_a_name_is_said_in_full_where_the_evidence_gives_its_full_form(policy):
+    assert _answer(policy, WHO, "en", TRIAL).text == "Bankman-Fried"
+    # A document's title names its subject in full.
+    titled = _answer(policy, WHO, "en", TRIAL, titles={"verge": "The trial of Sam Bankman-Fried | The Verge"})
+    assert titled.text == "Sam Bankman-Fried" and titled.method == "name" and "verge" in titled.doc_ids
+    # So does a sentence that names him inside it, cited with the document the name was read in.
+    said = _answer(policy, WHO, "en", [*TRIAL, ("fortune", "The FTX founder Sam Bankman-Fried faces seven counts.")])
+    assert said.text == "Sam Bankman-Fried" and said.doc_ids[-1] == "fortune"
+
+
+def test_a_full_name_is_not_guessed_from_a_relative_a_product_or_a_word_opening_a_sentence(policy):
+    relative = [*TRIAL, ("fortune", "His father, Joseph Bankman-Fried, sat in the gallery.")]
+    # The title names the subject: the relative of one sentence is not taken.
+    found = _answer(policy, WHO, "en", relative, titles={"verge": "The case against Sam Bankman-Fried"})
+    assert found.text == "Sam Bankman-Fried"
+    # Two full forms in the sentences, none in a title: which one is meant is not said.
+    brother = [*relative, ("wired", "His brother Gabe Bankman-Fried was not called to testify.")]
+    assert _answer(policy, WHO, "en", brother).text == "Bankman-Fried"
+    # A title that opens with a word before the name ("Check Bankman-Fried's…") says no first name.
+    assert _answer(policy, WHO, "en", TRIAL, titles={"verge": "Check Bankman-Fried's claims"}).text == "Bankman-Fried"
+    # A word after the name makes another thing ("Google Play"); one that only opens a sentence is no name.
+    search = [("a", "Prosecutors said Google paid Apple billions to stay the default search engine."),
+              ("b", "Google Play also takes a cut, and Google denied wrongdoing."),
+              ("c", "Meanwhile Google said the deal helped users.")]
+    assert _answer(policy, "Which company paid Apple billions to stay the default search engine?", "en",
+                   search).text == "Google"
 
 
 def test_value_is_the_one_the_question_points_at(policy):

@@ -450,6 +450,10 @@ _POSSESSIVE = re.compile(r"['’]s?$")
 _ROMAN = re.compile(r"[IVX]+")  # centuries and reigns; with L, C, D or M it is more often an acronym ("DC")
 
 
+# The most words a person's or organisation's full name has ("Sam Bankman-Fried", "Federal Reserve Bank").
+FULL_NAME_WORDS = 3
+
+
 def names_in(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[str, bool]]:
     """(name, opens the sentence) for each run of capitalised words, without the function words at its
     ends ("On Amazon’s" → "Amazon") or a possessive."""
@@ -469,7 +473,8 @@ def names_in(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[st
 
 
 def _name_answer(question: QuestionWords, question_text: str, candidates: Sequence[Candidate], floor: float,
-                 focus: str | None = None, margin: float = 1.0) -> DirectAnswer | None:
+                 focus: str | None = None, margin: float = 1.0,
+                 titles: Mapping[str, str] | None = None) -> DirectAnswer | None:
     """The name the retrieved sentences are about: mentioned most, each mention weighted by its sentence's
     score (doubled in the clause that holds the `focus` word: "which region" → the clause about a
     region; 2.5 times right after the focus word's phrase: "a diretora de expansão, Carla Menezes"), over
@@ -520,7 +525,14 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
                 lent[other] += own * 0.5
     ranked = sorted(lent, key=lambda k: (lent[k], len(k)), reverse=True)
     best = ranked[0]
-    runner_up = next((k for k in ranked[1:] if not re.search(rf"(?<!\w){re.escape(k)}(?!\w)", best)), None)
+
+    def within(part: str, whole: str) -> bool:
+        return re.search(rf"(?<!\w){re.escape(part)}(?!\w)", whole) is not None
+
+    # The runner-up is another name: not a part of the best, nor its fuller form ("Sam Bankman-Fried" of
+    # "Bankman-Fried"; "FTX and Alameda" is another name than "FTX").
+    runner_up = next((k for k in ranked[1:] if not within(k, best)
+                      and not (k.endswith(" " + best) and len(k.split()) <= FULL_NAME_WORDS)), None)
     # Two names about as central as each other: the evidence does not single one out.
     if runner_up is not None and lent[best] < margin * lent[runner_up]:
         return None
@@ -528,10 +540,51 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         return None
     # The answer is said where the question is: a name none of the best sentences holds is only
     # frequent around it ("UFMS" throughout a paragraph about something else).
-    holder = next((c for c in candidates[:3] if re.search(rf"(?<!\w){re.escape(best)}(?!\w)", fold(c.text))), None)
+    holder = next((c for c in candidates[:3] if within(best, fold(c.text))), None)
     if holder is None:
         return None
+    fuller = _full_name(best, surface[best], candidates, titles or {}, is_stopword)
+    if fuller is not None:
+        name, said_in = fuller
+        return DirectAnswer(name, tuple(dict.fromkeys([holder.doc_id, said_in])), "name", holder.text)
     return DirectAnswer(surface[best], (holder.doc_id,), "name", holder.text)
+
+
+def _full_name(best: str, best_surface: str, candidates: Sequence[Candidate], titles: Mapping[str, str],
+               is_stopword: Callable[[str], bool]) -> tuple[str, str] | None:
+    """The fuller form of the name `best` that the evidence gives, to be said instead, and the document
+    that gives it: capitalised words before it, up to FULL_NAME_WORDS in all ("Sam Bankman-Fried" for
+    "Bankman-Fried", "Shohei Ohtani" for "Ohtani"). Not a name after it ("Google Play" is another thing
+    than Google), nor one joined by a small word or a possessive ("Google and Apple", "Tesla’s Cybertruck"),
+    nor a word that only opens sentences ("Whereas Google"). The documents' `titles` (by id) name their
+    subject in full and are read first ("… a timeline of Britney Spears’ relationships" over the "Jamie
+    Spears" of one sentence); then the sentences. None when what is read first gives two ("Jamie Spears",
+    "Britney Spears": which one is meant, the evidence does not say)."""
+    size = len(best_surface.split())
+
+    def full_forms(texts: Sequence[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+        forms: dict[str, tuple[str, str]] = {}
+        for doc_id, text in texts:
+            folded = fold(text)
+            for name, _ in names_in(text, is_stopword):
+                key, added = fold(name), name.split()[:-size]
+                if (key in forms or not key.endswith(" " + best) or len(key.split()) > FULL_NAME_WORDS
+                        or not all(len(w) > 1 and w[0].isupper() and not is_stopword(w)
+                                   and not _POSSESSIVE.search(w) for w in added)):
+                    continue
+                # Inside a sentence or title, not only at its start, somewhere: then its first word is the
+                # name's ("Check India's squad" opens a title).
+                if re.search(rf"[^\s.!?:;\"“”'‘’]\s+{re.escape(key)}(?!\w)", folded):
+                    forms[key] = (name, doc_id)
+        # A title before a full name is the same person ("CEO Sam Altman", "Sam Altman").
+        return {k: v for k, v in forms.items() if not any(k != o and k.endswith(" " + o) for o in forms)}
+
+    docs = dict.fromkeys(c.doc_id for c in candidates)
+    for forms in (full_forms([(d, titles[d]) for d in docs if titles.get(d)]),
+                  full_forms([(c.doc_id, c.text) for c in candidates])):
+        if forms:
+            return next(iter(forms.values())) if len(forms) == 1 else None
+    return None
 
 
 def _polarity(terms_text: str, negations: Sequence[str]) -> bool:
@@ -626,14 +679,15 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
                   question: QuestionWords, *, months: Mapping[str, Sequence[str]], negations: Sequence[str],
                   floor: float, depth: int, part_floor: float, name_floor: float = 0.1,
                   name_margin: float = 1.0, own_language_margin: float = 1.0,
-                  synonyms: Sequence[Sequence[str]] = ()) -> DirectAnswer | None:
+                  synonyms: Sequence[Sequence[str]] = (), titles: Mapping[str, str] | None = None) -> DirectAnswer | None:
     """The direct answer to the question from the ranked `candidates` (see the module docstring), or None.
     `floor`: a sentence holding less of the question than this cannot give it; `depth`: how many of the
     best sentences are looked at for a value or a date; `part_floor`: the share of a yes/no part's words
     one document must hold; `name_floor`: names are counted in the sentences scoring at least this share
     of the best one; `name_margin`: how much more the chosen name must weigh than the next one;
     `own_language_margin`: the share of a better sentence in another language's score that one in the
-    question's language, holding what is asked about, needs to give the value or date instead."""
+    question's language, holding what is asked about, needs to give the value or date instead; `titles`:
+    the documents' titles by id, where a name is looked for in full ("Sam Bankman-Fried")."""
     if form.kind == "how_much":
         return _from_spans(candidates, lambda text: _value_spans(text, months), "value", question, floor, depth,
                            _focus_noun(form, question), form.wants_share, own_language_margin,
@@ -645,7 +699,8 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
         found = _value_after_focus(form, candidates, question, floor, depth)
         if found or not form.wants_name:
             return found
-        return _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question), name_margin)
+        return _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question), name_margin,
+                            titles)
     if form.kind == "yes_no":
         return _yes_no(parts or [question_text], candidates, question, negations, part_floor)
     return None
