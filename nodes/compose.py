@@ -358,13 +358,9 @@ def uncovered_parts(parts: list[str], chunks: list[Chunk], language: str, analyz
     terms = [analyzer.terms(p, language) for p in parts]
     out = []
     for i, part in enumerate(parts):
-        # What a part asking for a name calls it ("the individual", "the name of the organization") is no more
-        # for a document to hold than the name of its source.
-        form = question_form(part, language, cues) if cues is not None else None
-        asked_kind = (frozenset(form.focus) & {fold(n) for n in cues[language].entity_nouns}
-                      if form is not None and form.wants_name and language in cues else frozenset())
+        unsaid = pointing | (asked_kind(part, language, cues) if cues is not None else frozenset())
         saying = set().union(*(ids for w, ids in analyzer.content_words(part, language)
-                               if fold(w) not in pointing | asked_kind and not any(ch.isdigit() for ch in w)))
+                               if fold(w) not in unsaid and not any(ch.isdigit() for ch in w)))
         own = terms[i] - set().union(*(t for j, t in enumerate(terms) if j != i))
         act = asked_act(part, language, cues) if cues is not None else None
         if (len(own & saying) >= 2 and not own & present) or (act and not analyzer.terms(act, language) & present):
@@ -828,8 +824,9 @@ def _part_of(c: Candidate, parts: list[str], words: QuestionWords) -> int:
 def missing_terms(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer,
                   asking_words: frozenset[str] = frozenset()) -> list[str]:
     """Content words of the question that no retrieved chunk contains. Numbers are left out: echoed
-    back uncited, a year would read as an unsupported value; so are the words that ask (`asking_words`,
-    folded: "quais", "which"), which are no subject."""
+    back uncited, a year would read as an unsupported value; so are the words that ask or point at
+    documents (`asking_words`, folded: "quais", "which"; `pointing_words`: "article", "The Verge"),
+    which are no subject."""
     present: set[int] = set()
     for c in chunks:
         present |= analyzer.terms(c["content"], language)
@@ -845,6 +842,16 @@ def asking_words(policy, language: str) -> frozenset[str]:
     if cues is None:
         return light
     return light | frozenset(fold(word) for kind in KINDS for phrase in getattr(cues, kind) for word in phrase.split())
+
+
+def asked_kind(question: str, language: str, cues) -> frozenset[str]:
+    """What a question asking for a name calls the thing it asks for ("the individual", "the name of the
+    organization": its language's `entity_nouns` right after the cue), folded: no more for a document to
+    hold than the name of its source."""
+    form = question_form(question, language, cues)
+    if not form.wants_name or language not in cues:
+        return frozenset()
+    return frozenset(form.focus) & {fold(n) for n in cues[language].entity_nouns}
 
 
 def pointing_words(policy, language: str, chunks: list[Chunk]) -> frozenset[str]:
@@ -1052,7 +1059,10 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     coverage = coverage_level(chunks, cfg)
     relevant = [c for c in chunks if is_relevant(c, cfg)]
     relevant, conflict_notes = resolve_conflicts(relevant, language, question)
-    missing = missing_terms(question, language, chunks, analyzer, asking_words(policy, language))
+    # Named as not found: what the question says, not how it points at documents ("individual", "The Verge").
+    missing = missing_terms(question, language, chunks, analyzer,
+                            pointing_words(policy, language, chunks)
+                            | asked_kind(question, language, policy.languages.question_cues))
 
     lines: list[str] = []
     errors: list[str] = []

@@ -503,3 +503,14 @@ def test_a_part_that_only_says_which_documents_is_never_named_missing(policy):
                               [verge, techcrunch], analyzer, policy).lines
     assert matches_phrase(lines[-1], "en", "missing_part") and "sentencing hearing" in lines[-1]
     assert "The Verge" not in lines[-1]
+
+
+def test_what_was_not_found_is_what_the_question_says_not_how_it_points(policy):
+    from graph.algorithms.text import get_analyzer
+    from nodes.compose import asked_kind, missing_terms, pointing_words
+
+    chunks = [mk("verge-sales", 0.2, content="Quarterly sales rose at the retailer.", source="The Verge")]
+    question = "Which individual, featured in articles by The Verge in October, praised the glacier?"
+    unsaid = pointing_words(policy, "en", chunks) | asked_kind(question, "en", policy.languages.question_cues)
+    missing = missing_terms(question, "en", chunks, get_analyzer(policy), unsaid)
+    assert missing == ["praised", "glacier"]
