@@ -476,6 +476,10 @@ class QuestionCues:
     # ("Qual a duração …", "What is the purpose …") its answer is a phrase, and no name is given for it.
     name_cues: tuple[str, ...] = ()
     entity_nouns: tuple[str, ...] = ()
+    # Kinds of entity that are people ("the individual", "which pop star", "qual atleta"): a question about
+    # one asks for a person, whom an acronym does not name ("FTX", "FTC"; "SBF" only as the initials of a
+    # full name the evidence gives). A which-question about one asks for a name, as about `entity_nouns`.
+    person_nouns: tuple[str, ...] = ()
     # Words that say the same thing in a document as in a question, one ring of equivalents each (the stems
     # of "dividido" and "divisão" differ): a part is covered, or answered by the list under a heading, through
     # them ("what changed afterwards" by "Actions taken by Legal and Operations:"), and the composer's sentences

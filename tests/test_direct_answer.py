@@ -76,6 +76,26 @@ def test_a_name_is_said_in_full_where_the_evidence_gives_its_full_form(policy):
     assert said.text == "Sam Bankman-Fried" and said.doc_ids[-1] == "fortune"
 
 
+def test_a_question_about_a_person_is_not_answered_with_an_acronym(policy):
+    cues = policy.languages.question_cues
+    assert question_form(WHO, "en", cues).wants_person
+    assert not question_form("Which company paid Apple?", "en", cues).wants_person
+    # A bare who asks for an organisation as often as for a person ("Quem fiscaliza o ensino superior?").
+    assert not question_form("Quem fiscaliza o ensino superior?", "pt", cues).wants_person
+    exchange = [("verge", "Prosecutors said FTX took customer money, and FTX collapsed."),
+                ("tc", "FTX filed for bankruptcy after customer money vanished."),
+                ("fortune", "Prosecutors said Bankman-Fried took customer money from the exchange.")]
+    assert _answer(policy, WHO, "en", exchange).text == "Bankman-Fried"
+    # Initials count as the full name the evidence spells them with, cited where it is written in full.
+    initials = [("verge", "Prosecutors said SBF took customer money from the crypto exchange."),
+                ("verge", "SBF denied it, and FTX collapsed."),
+                ("wired", "Sam Bankman-Fried founded the exchange in 2019.")]
+    found = _answer(policy, WHO, "en", initials)
+    assert found.text == "Sam Bankman-Fried" and "wired" in found.doc_ids
+    # An organisation's acronym still answers a question about an organisation.
+    assert _answer(policy, "Which company collapsed?", "en", exchange).text == "FTX"
+
+
 def test_a_full_name_is_not_guessed_from_a_relative_a_product_or_a_word_opening_a_sentence(policy):
     relative = [*TRIAL, ("fortune", "His father, Joseph Bankman-Fried, sat in the gallery.")]
     # The title names the subject: the relative of one sentence is not taken.

@@ -452,6 +452,20 @@ _ROMAN = re.compile(r"[IVX]+")  # centuries and reigns; with L, C, D or M it is 
 
 # The most words a person's or organisation's full name has ("Sam Bankman-Fried", "Federal Reserve Bank").
 FULL_NAME_WORDS = 3
+_ACRONYM = re.compile(r"[A-Z][A-Z0-9&.]{1,5}")
+
+
+def _initials(candidates: Sequence[Candidate], titles: Mapping[str, str],
+              is_stopword: Callable[[str], bool]) -> dict[str, str]:
+    """Acronyms spelled out by the one name of two or three words, in the sentences or the documents'
+    titles, whose words' (and hyphenated parts') first letters they are: "SBF" → "Sam Bankman-Fried"."""
+    spelled: dict[str, set[str]] = defaultdict(set)
+    for text in [*(c.text for c in candidates), *titles.values()]:
+        for name, _ in names_in(text, is_stopword):
+            words = name.split()
+            if 2 <= len(words) <= FULL_NAME_WORDS and not any(_ACRONYM.fullmatch(w) for w in words):
+                spelled["".join(part[0] for w in words for part in w.split("-") if part)].add(name)
+    return {acronym: next(iter(names)) for acronym, names in spelled.items() if len(names) == 1}
 
 
 def names_in(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[str, bool]]:
@@ -474,7 +488,7 @@ def names_in(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[st
 
 def _name_answer(question: QuestionWords, question_text: str, candidates: Sequence[Candidate], floor: float,
                  focus: str | None = None, margin: float = 1.0,
-                 titles: Mapping[str, str] | None = None) -> DirectAnswer | None:
+                 titles: Mapping[str, str] | None = None, person: bool = False) -> DirectAnswer | None:
     """The name the retrieved sentences are about: mentioned most, each mention weighted by its sentence's
     score (doubled in the clause that holds the `focus` word: "which region" → the clause about a
     region; 2.5 times right after the focus word's phrase: "a diretora de expansão, Carla Menezes"), over
@@ -492,6 +506,14 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
 
     pool = [c for c in candidates if c.score >= floor * candidates[0].score]
     names = [(c, names_in(c.text, is_stopword)) for c in pool]
+    if person:
+        # A person is not named by an acronym ("FTX", "FTC"), except by the initials of a full name the
+        # evidence gives ("SBF": "Sam Bankman-Fried"), which then counts as that name.
+        spelled = _initials(candidates, titles or {}, is_stopword)
+        names = [(c, [(spelled.get(n, n), opening) for n, opening in found if not _ACRONYM.fullmatch(n) or n in spelled])
+                 for c, found in names]
+    else:
+        spelled = {}
     mid_sentence = {fold(n) for _, found in names for n, opening in found if not opening}
     weight: dict[str, float] = defaultdict(float)
     where: dict[str, Candidate] = {}
@@ -540,14 +562,19 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         return None
     # The answer is said where the question is: a name none of the best sentences holds is only
     # frequent around it ("UFMS" throughout a paragraph about something else).
-    holder = next((c for c in candidates[:3] if within(best, fold(c.text))), None)
+    # (By its last name or its initials too: "Bankman-Fried" or "SBF" for "Sam Bankman-Fried".)
+    forms = [best, *(k for k in weight if best.endswith(" " + k)),
+             *(fold(a) for a, n in spelled.items() if fold(n) == best)]
+    holder = next((c for c in candidates[:3] if any(within(f, fold(c.text)) for f in forms)), None)
     if holder is None:
         return None
     fuller = _full_name(best, surface[best], candidates, titles or {}, is_stopword)
-    if fuller is not None:
-        name, said_in = fuller
-        return DirectAnswer(name, tuple(dict.fromkeys([holder.doc_id, said_in])), "name", holder.text)
-    return DirectAnswer(surface[best], (holder.doc_id,), "name", holder.text)
+    name = fuller[0] if fuller else surface[best]
+    # Cited with a document that writes the name as said ("Sam Bankman-Fried", not only "SBF").
+    said_in = fuller[1] if fuller else next(
+        (d for d, text in [*((c.doc_id, c.text) for c in candidates), *(titles or {}).items()]
+         if within(best, fold(text))), holder.doc_id)
+    return DirectAnswer(name, tuple(dict.fromkeys([holder.doc_id, said_in])), "name", holder.text)
 
 
 def _full_name(best: str, best_surface: str, candidates: Sequence[Candidate], titles: Mapping[str, str],
@@ -700,7 +727,7 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
         if found or not form.wants_name:
             return found
         return _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question), name_margin,
-                            titles)
+                            titles, form.wants_person)
     if form.kind == "yes_no":
         return _yes_no(parts or [question_text], candidates, question, negations, part_floor)
     return None

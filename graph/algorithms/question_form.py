@@ -55,6 +55,9 @@ class QuestionForm:
     wants_amount: bool = False
     # Where a word that narrows the measure stands in this language (`QuestionCues.qualifier_side`).
     qualifier_side: str = "after"
+    # The name is a person's: the question is about a kind of person ("who is the individual", "which pop
+    # star": `QuestionCues.person_nouns`).
+    wants_person: bool = False
 
     @property
     def wants_short_answer(self) -> bool:
@@ -124,10 +127,14 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
                     measure = quantities[-1] if lexicon.qualifier_side == "before" else quantities[0]
                 elif has_any_phrase(window, lexicon.time_words):
                     kind = "when"
+            about_person = has_any_phrase(window, lexicon.person_nouns)
             wants_name = kind == "who" or (kind == "which" and (fold(cue) in {fold(c) for c in lexicon.name_cues}
-                                                                or has_any_phrase(window, lexicon.entity_nouns)))
+                                                                or has_any_phrase(window, lexicon.entity_nouns)
+                                                                or about_person))
+            # A bare who asks for an organisation as often ("Quem fiscaliza o ensino superior?" → MEC).
+            wants_person = wants_name and about_person
             wants_count = kind == "how_much" and fold(cue) in {fold(c) for c in lexicon.count_cues}
             wants_amount = bool(measure) and not wants_share and fold(measure) in {fold(w) for w in lexicon.amount_words}
             return QuestionForm(kind, cue, compares, after, wants_share, wants_name, measure, wants_count,
-                                wants_amount, lexicon.qualifier_side)
+                                wants_amount, lexicon.qualifier_side, wants_person)
     return QuestionForm("open", "", compares, (), wants_share)
