@@ -92,6 +92,10 @@ def test_a_question_about_a_person_is_not_answered_with_an_acronym(policy):
                 ("wired", "Sam Bankman-Fried founded the exchange in 2019.")]
     found = _answer(policy, WHO, "en", initials)
     assert found.text == "Sam Bankman-Fried" and "wired" in found.doc_ids
+    # Nor by what a run of capitals holds before the name: a title, a sentence's opening phrase.
+    opening = [("verge", "Two of Sam Bankman-Fried's lieutenants said he took customer money from the exchange."),
+               ("tc", "FTX CEO Sam Bankman-Fried took customer money, prosecutors said.")]
+    assert _answer(policy, WHO, "en", opening).text == "Sam Bankman-Fried"
     # An organisation's acronym still answers a question about an organisation.
     assert _answer(policy, "Which company collapsed?", "en", exchange).text == "FTX"
 

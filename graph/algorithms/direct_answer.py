@@ -455,6 +455,19 @@ FULL_NAME_WORDS = 3
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9&.]{1,5}")
 
 
+def _person_name(name: str) -> str:
+    """A person's name without what a run of capitalised words holds before it: a title in capitals ("CEO
+    Sam Altman") or a phrase ending in "of" ("Two of Sam Bankman-Fried", a sentence's opening)."""
+    words = name.split()
+    while len(words) > 2 and _ACRONYM.fullmatch(words[0]):
+        words = words[1:]
+    if "of" in words[:-2]:
+        tail = words[len(words) - words[::-1].index("of"):]
+        if len(tail) >= 2:
+            words = tail
+    return " ".join(words)
+
+
 def _initials(candidates: Sequence[Candidate], titles: Mapping[str, str],
               is_stopword: Callable[[str], bool]) -> dict[str, str]:
     """Acronyms spelled out by the one name of two or three words, in the sentences or the documents'
@@ -510,7 +523,8 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         # A person is not named by an acronym ("FTX", "FTC"), except by the initials of a full name the
         # evidence gives ("SBF": "Sam Bankman-Fried"), which then counts as that name.
         spelled = _initials(candidates, titles or {}, is_stopword)
-        names = [(c, [(spelled.get(n, n), opening) for n, opening in found if not _ACRONYM.fullmatch(n) or n in spelled])
+        names = [(c, [(_person_name(spelled.get(n, n)), opening) for n, opening in found
+                      if not _ACRONYM.fullmatch(n) or n in spelled])
                  for c, found in names]
     else:
         spelled = {}
@@ -570,6 +584,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         return None
     fuller = _full_name(best, surface[best], candidates, titles or {}, is_stopword)
     name = fuller[0] if fuller else surface[best]
+    name = _person_name(name) if person else name
     # Cited with a document that writes the name as said ("Sam Bankman-Fried", not only "SBF").
     said_in = fuller[1] if fuller else next(
         (d for d, text in [*((c.doc_id, c.text) for c in candidates), *(titles or {}).items()]
