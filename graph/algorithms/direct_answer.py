@@ -13,7 +13,9 @@ question's form (graph/algorithms/question_form.py):
   own words point at, a value with its currency and unit (a percentage for a share question);
 - who / which: a measure the question names with its value ("ROAS 4,2"), else the name (a run of
   capitalised words) the sentences near the question mention most, that the question does not name
-  itself, that clearly outweighs the next and that one of the best sentences holds;
+  itself, that clearly outweighs the next and that one of the best sentences holds, said in full
+  ("Sam Bankman-Fried") where the evidence gives its fuller form; no acronym for a question about a
+  person;
 - yes_no: "yes" when every part of the question is held by one retrieved document, with the
   question's polarity; "no" when a part is so held with the opposite polarity (a negation on one
   side only); otherwise none;
@@ -507,9 +509,11 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     region; 2.5 times right after the focus word's phrase: "a diretora de expansão, Carla Menezes"), over
     the sentences scoring at least `floor` of the best one; a name the question names
     itself is not an answer. A lone capitalised word opening a sentence counts only if it is
-    capitalised elsewhere too: "However" is not a name, "Google" is. None when the runner-up (not part
-    of the best name) weighs more than 1/`margin` of it, or when none of the three best sentences
-    holds the name."""
+    capitalised elsewhere too: "However" is not a name, "Google" is. A question about a `person` counts
+    no acronym but the initials of a full name the evidence gives ("SBF"). None when the runner-up (not
+    part of the best name, nor its fuller form) weighs more than 1/`margin` of it, or when none of the
+    three best sentences holds the name (or its last name, or its initials). The name is said in full
+    where the documents' `titles` or the sentences give its fuller form (`_full_name`)."""
     if not candidates:
         return None
     asked = fold(question_text)
