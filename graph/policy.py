@@ -360,6 +360,9 @@ class DirectAnswerSettings:
     # The chosen name must weigh this many times the next one, else no name is given (two equally
     # central names: the evidence does not single one out).
     name_margin: float = field(default=1.0, metadata=rule(lambda v: v >= 1, "at least 1"))
+    # A name question whose retrieved chunks all score below the relevance floor is still answered (coverage
+    # low) when its direct answer is a name that at least this many of those chunks' documents write; 0: never.
+    converging_documents: int = field(default=3, metadata=_between(0, 50))
     part_floor: float = field(default=0.7, metadata=_SHARE)     # share of a yes/no part's words one document must hold
     # Supporting points after a direct answer: one per part of the question, at most this many.
     max_points: int = field(default=3, metadata=_POSITIVE)

@@ -521,6 +521,24 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     return ExtractiveAnswer(lines, found, complete, unanswered)
 
 
+def converging_name(question: str, sub_queries: list[str], language: str, chunks: list[Chunk], analyzer: Analyzer,
+                    policy) -> bool:
+    """A question asking for a name, whose chunks all score below the relevance floor, is still answered
+    by them when its direct answer is a name at least `compose.direct.converging_documents` of their
+    documents write (its last word, whole): a long question that paraphrases every clause scores low even
+    over the right articles, and several documents agreeing on one name are evidence that one weak chunk
+    is not."""
+    needed = policy.compose.direct.converging_documents
+    if not needed or not chunks or not question_form(question, language, policy.languages.question_cues).wants_name:
+        return False
+    found = extractive_answer(question, sub_queries, language, chunks, analyzer, policy).found
+    if found is None or found.method != "name":
+        return False
+    last = fold(found.text.split()[-1])
+    writing = {c["docId"] for c in chunks if re.search(rf"(?<!\w){re.escape(last)}(?!\w)", fold(c["content"]))}
+    return len(writing) >= needed
+
+
 def unanswered_words(parts: list[str], read: list[Candidate], words: QuestionWords,
                      titles: dict[str, frozenset[int]]) -> frozenset[int]:
     """The question words of the parts the direct answer leaves open. A one-part question is what the
@@ -1074,6 +1092,10 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     if unheld and set(unheld) >= set(state.get("sources_named") or []):
         coverage = "none"
         lines.append(phrase(language, "unheld_sources", sources=", ".join(unheld)))
+    elif coverage == "none" and not unheld and converging_name(question, state.get("sub_queries") or [], language,
+                                                               chunks, analyzer, policy):
+        # (Not when the question names a source the caller holds nothing from: what it asks may be there only.)
+        coverage, relevant = "low", chunks
     if coverage != "none":
         written = None
         try:

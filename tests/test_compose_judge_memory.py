@@ -514,3 +514,21 @@ def test_what_was_not_found_is_what_the_question_says_not_how_it_points(policy):
     unsaid = pointing_words(policy, "en", chunks) | asked_kind(question, "en", policy.languages.question_cues)
     missing = missing_terms(question, "en", chunks, get_analyzer(policy), unsaid)
     assert missing == ["praised", "glacier"]
+
+
+def test_weak_chunks_that_agree_on_a_name_answer_a_name_question_at_low_coverage(tmp_path):
+    """Every chunk scores below the relevance floor, yet three documents write the one name the question
+    asks for: the answer gives it, at coverage low. Two documents are not enough."""
+    question = "Who is the individual accused of taking customer money from a crypto exchange?"
+    texts = ["Prosecutors say Sam Bankman-Fried took customer money from the exchange.",
+             "Sam Bankman-Fried denied taking customer money in court.",
+             "The jury heard Sam Bankman-Fried spend customer money on property."]
+    weak = [mk(f"d{i}", 0.2, content=text, source="Wire") for i, text in enumerate(texts)]
+    out = _compose(tmp_path, question, weak)
+    assert out["direct_answer"] == "Sam Bankman-Fried" and out["coverage_level"] == "low"
+    assert len(out["suggestions"]) == 3
+    out = _compose(tmp_path, question, weak[:2])
+    assert out["coverage_level"] == "none" and out["direct_answer"] is None
+    # Nor when the question names a source the caller holds nothing from.
+    out = _compose(tmp_path, question, weak, sources_named=["Bloomberg", "Wire"], sources_unheld=["Bloomberg"])
+    assert out["direct_answer"] is None
