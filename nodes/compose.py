@@ -864,20 +864,19 @@ def asking_words(policy, language: str) -> frozenset[str]:
 
 def asked_kind(question: str, language: str, cues) -> frozenset[str]:
     """What a question asking for a name calls the thing it asks for ("the individual", "the name of the
-    organization": its language's `entity_nouns` right after the cue), folded: no more for a document to
-    hold than the name of its source."""
+    organization": its language's `entity_nouns` or `person_nouns` right after the cue), folded: no more
+    for a document to hold than the name of its source."""
     form = question_form(question, language, cues)
     if not form.wants_name or language not in cues:
         return frozenset()
-    return frozenset(form.focus) & {fold(n) for n in cues[language].entity_nouns}
+    return frozenset(form.focus) & {fold(n) for n in (*cues[language].entity_nouns, *cues[language].person_nouns)}
 
 
 def pointing_words(policy, language: str, chunks: list[Chunk]) -> frozenset[str]:
     """Words by which a question points at documents rather than says what it asks, folded: its asking
     words (`asking_words`), how it attributes to a source (`source_cues`: "article", "reported by",
-    "discussed"), month
-    names, and the words of the values the retrieved `chunks` carry in the fields a question names
-    ("TechCrunch", "The Verge": `retrieval.mention_fields`)."""
+    "discussed"), month names, and the words of the values the retrieved `chunks` carry in the fields a
+    question names ("TechCrunch", "The Verge": `retrieval.mention_fields`)."""
     languages = policy.languages
     source = languages.source_cues.get(language)
     phrases = [*languages.months.get(language, ()),
