@@ -534,8 +534,8 @@ def converging_name(question: str, sub_queries: list[str], language: str, chunks
     found = extractive_answer(question, sub_queries, language, chunks, analyzer, policy).found
     if found is None or found.method != "name":
         return False
-    last = fold(found.text.split()[-1])
-    writing = {c["docId"] for c in chunks if re.search(rf"(?<!\w){re.escape(last)}(?!\w)", fold(c["content"]))}
+    last = found.text.split()[-1]
+    writing = {c["docId"] for c in chunks if has_any_phrase(c["content"], [last])}
     return len(writing) >= needed
 
 

@@ -28,7 +28,7 @@ import functools
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from graph.algorithms.question_form import QuestionForm
@@ -470,13 +470,13 @@ def _person_name(name: str) -> str:
     return " ".join(words)
 
 
-def _initials(candidates: Sequence[Candidate], titles: Mapping[str, str],
-              is_stopword: Callable[[str], bool]) -> dict[str, str]:
-    """Acronyms spelled out by the one name of two or three words, in the sentences or the documents'
-    titles, whose words' (and hyphenated parts') first letters they are: "SBF" → "Sam Bankman-Fried"."""
+def _initials(names: Iterable[Sequence[tuple[str, bool]]]) -> dict[str, str]:
+    """Acronyms spelled out by the one name of two or three words among `names` (those `names_in` found in
+    each sentence or title) whose words' (and hyphenated parts') first letters they are: "SBF" → "Sam
+    Bankman-Fried"."""
     spelled: dict[str, set[str]] = defaultdict(set)
-    for text in [*(c.text for c in candidates), *titles.values()]:
-        for name, _ in names_in(text, is_stopword):
+    for found in names:
+        for name, _ in found:
             words = name.split()
             if 2 <= len(words) <= FULL_NAME_WORDS and not any(_ACRONYM.fullmatch(w) for w in words):
                 spelled["".join(part[0] for w in words for part in w.split("-") if part)].add(name)
@@ -521,12 +521,17 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     def is_stopword(token: str) -> bool:
         return not question.analyzer.terms(token, question.language)
 
+    titles = titles or {}
+    # The names in every sentence and title, read once: the pool's count, and all of them spell out
+    # initials and give fuller forms.
+    in_sentence = {c.text: names_in(c.text, is_stopword) for c in candidates}
+    in_title = {doc_id: names_in(title, is_stopword) for doc_id, title in titles.items()}
     pool = [c for c in candidates if c.score >= floor * candidates[0].score]
-    names = [(c, names_in(c.text, is_stopword)) for c in pool]
+    names = [(c, in_sentence[c.text]) for c in pool]
     if person:
         # A person is not named by an acronym ("FTX", "FTC"), except by the initials of a full name the
         # evidence gives ("SBF": "Sam Bankman-Fried"), which then counts as that name.
-        spelled = _initials(candidates, titles or {}, is_stopword)
+        spelled = _initials([*in_sentence.values(), *in_title.values()])
         names = [(c, [(_person_name(spelled.get(n, n)), opening) for n, opening in found
                       if not _ACRONYM.fullmatch(n) or n in spelled])
                  for c, found in names]
@@ -566,12 +571,9 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     ranked = sorted(lent, key=lambda k: (lent[k], len(k)), reverse=True)
     best = ranked[0]
 
-    def within(part: str, whole: str) -> bool:
-        return re.search(rf"(?<!\w){re.escape(part)}(?!\w)", whole) is not None
-
     # The runner-up is another name: not a part of the best, nor its fuller form ("Sam Bankman-Fried" of
     # "Bankman-Fried"; "FTX and Alameda" is another name than "FTX").
-    runner_up = next((k for k in ranked[1:] if not within(k, best)
+    runner_up = next((k for k in ranked[1:] if not has_any_phrase(best, [k])
                       and not (k.endswith(" " + best) and len(k.split()) <= FULL_NAME_WORDS)), None)
     # Two names about as central as each other: the evidence does not single one out.
     if runner_up is not None and lent[best] < margin * lent[runner_up]:
@@ -583,36 +585,40 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     # (By its last name or its initials too: "Bankman-Fried" or "SBF" for "Sam Bankman-Fried".)
     forms = [best, *(k for k in weight if best.endswith(" " + k)),
              *(fold(a) for a, n in spelled.items() if fold(n) == best)]
-    holder = next((c for c in candidates[:3] if any(within(f, fold(c.text)) for f in forms)), None)
+    holder = next((c for c in candidates[:3] if has_any_phrase(c.text, forms)), None)
     if holder is None:
         return None
-    fuller = _full_name(best, surface[best], candidates, titles or {}, is_stopword)
+    docs = dict.fromkeys(c.doc_id for c in candidates)
+    fuller = _full_name(best, surface[best], [[(d, titles[d], in_title[d]) for d in docs if d in titles],
+                                              [(c.doc_id, c.text, in_sentence[c.text]) for c in candidates]],
+                        is_stopword)
     name = fuller[0] if fuller else surface[best]
     name = _person_name(name) if person else name
     # Cited with a document that writes the name as said ("Sam Bankman-Fried", not only "SBF").
     said_in = fuller[1] if fuller else next(
-        (d for d, text in [*((c.doc_id, c.text) for c in candidates), *(titles or {}).items()]
-         if within(best, fold(text))), holder.doc_id)
+        (d for d, text in [*((c.doc_id, c.text) for c in candidates), *titles.items()]
+         if has_any_phrase(text, [best])), holder.doc_id)
     return DirectAnswer(name, tuple(dict.fromkeys([holder.doc_id, said_in])), "name", holder.text)
 
 
-def _full_name(best: str, best_surface: str, candidates: Sequence[Candidate], titles: Mapping[str, str],
+def _full_name(best: str, best_surface: str, sources: Sequence[Sequence[tuple[str, str, Sequence[tuple[str, bool]]]]],
                is_stopword: Callable[[str], bool]) -> tuple[str, str] | None:
     """The fuller form of the name `best` that the evidence gives, to be said instead, and the document
     that gives it: capitalised words before it, up to FULL_NAME_WORDS in all ("Sam Bankman-Fried" for
     "Bankman-Fried", "Shohei Ohtani" for "Ohtani"). Not a name after it ("Google Play" is another thing
     than Google), nor one joined by a small word or a possessive ("Google and Apple", "Tesla’s Cybertruck"),
-    nor a word that only opens sentences ("Whereas Google"). The documents' `titles` (by id) name their
-    subject in full and are read first ("… a timeline of Britney Spears’ relationships" over the "Jamie
-    Spears" of one sentence); then the sentences. None when what is read first gives two ("Jamie Spears",
-    "Britney Spears": which one is meant, the evidence does not say)."""
+    nor a word that only opens sentences ("Whereas Google"). `sources`: groups of (document id, text, the
+    names `names_in` found in it), read in order until one gives a fuller form: the documents' titles,
+    which name their subject in full ("… a timeline of Britney Spears’ relationships" over the "Jamie
+    Spears" of one sentence), then the sentences. None when that group gives two ("Jamie Spears", "Britney
+    Spears": which one is meant, the evidence does not say)."""
     size = len(best_surface.split())
 
-    def full_forms(texts: Sequence[tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    def full_forms(texts: Sequence[tuple[str, str, Sequence[tuple[str, bool]]]]) -> dict[str, tuple[str, str]]:
         forms: dict[str, tuple[str, str]] = {}
-        for doc_id, text in texts:
+        for doc_id, text, names in texts:
             folded = fold(text)
-            for name, _ in names_in(text, is_stopword):
+            for name, _ in names:
                 key, added = fold(name), name.split()[:-size]
                 if (key in forms or not key.endswith(" " + best) or len(key.split()) > FULL_NAME_WORDS
                         or not all(len(w) > 1 and w[0].isupper() and not is_stopword(w)
@@ -625,9 +631,8 @@ def _full_name(best: str, best_surface: str, candidates: Sequence[Candidate], ti
         # A title before a full name is the same person ("CEO Sam Altman", "Sam Altman").
         return {k: v for k, v in forms.items() if not any(k != o and k.endswith(" " + o) for o in forms)}
 
-    docs = dict.fromkeys(c.doc_id for c in candidates)
-    for forms in (full_forms([(d, titles[d]) for d in docs if titles.get(d)]),
-                  full_forms([(c.doc_id, c.text) for c in candidates])):
+    for group in sources:
+        forms = full_forms(group)
         if forms:
             return next(iter(forms.values())) if len(forms) == 1 else None
     return None
