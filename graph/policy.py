@@ -475,13 +475,14 @@ class QuestionCues:
     # devolução", "receita bruta"), before it in English ("return rate", "gross revenue").
     qualifier_side: str = field(default="after", metadata=rule(lambda v: v in ("before", "after"), "before or after"))
     # A which-question asks for a name when its cue always does ("which" in English: `name_cues`) or when
-    # it is about a kind of entity ("what company", "qual região": `entity_nouns`); about anything else
-    # ("Qual a duração …", "What is the purpose …") its answer is a phrase, and no name is given for it.
+    # it is about a kind of entity ("what company", "qual região": `entity_nouns`, or a kind of person:
+    # `person_nouns`); about anything else ("Qual a duração …", "What is the purpose …") its answer is a
+    # phrase, and no name is given for it. Each word is in one of the two lists.
     name_cues: tuple[str, ...] = ()
     entity_nouns: tuple[str, ...] = ()
     # Kinds of entity that are people ("the individual", "which pop star", "qual atleta"): a question about
     # one asks for a person, whom an acronym does not name ("FTX", "FTC"; "SBF" only as the initials of a
-    # full name the evidence gives). A which-question about one asks for a name, as about `entity_nouns`.
+    # full name the evidence gives).
     person_nouns: tuple[str, ...] = ()
     # Words that say the same thing in a document as in a question, one ring of equivalents each (the stems
     # of "dividido" and "divisão" differ): a part is covered, or answered by the list under a heading, through

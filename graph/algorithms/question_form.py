@@ -11,7 +11,7 @@ year" over "what"). "What is the budget …" and "Qual é o
 orçamento …" ask for a value: an open or which-cue followed within a few words by a quantity word
 asks how much, by a time word when. A which-question asks for a name when its cue always does
 (`name_cues`: English "which") or when it is about a kind of entity (`entity_nouns`: "what company",
-"qual região"); "Qual a duração …" asks for a phrase.
+"qual região"; `person_nouns`: "which pop star"); "Qual a duração …" asks for a phrase.
 """
 
 from __future__ import annotations
