@@ -112,6 +112,12 @@ def test_abbreviations_do_not_end_sentences():
         "Martinez v. Globex Electronics Inc., Case No. 25-CV-01873.", "Judgment entered."]
 
 
+def test_a_citation_after_an_abbreviation_stays_with_its_sentence():
+    # "a.C." ends the sentence, and the "[2-3]." after it cites that sentence: alone it would leave it uncited.
+    assert split_sentences("A invenção do ábaco data de 2700–2300 a.C. [2-3]. Depois veio Napier [2-4].") == [
+        "A invenção do ábaco data de 2700–2300 a.C. [2-3].", "Depois veio Napier [2-4]."]
+
+
 def test_decimal_numbers_do_not_end_sentences():
     assert split_sentences("Preço R$ 1.234,56. Depois 3.5% a mais.") == ["Preço R$ 1.234,56.", "Depois 3.5% a mais."]
 

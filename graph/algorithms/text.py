@@ -114,6 +114,9 @@ _ABBREVIATIONS = frozenset({"sr.", "sra.", "dr.", "dra.", "e.g.", "i.e.", "nº."
 
 
 _ENUMERATOR = re.compile(r"(?:^|\s)\d{1,2}[.)]$")
+# A piece that is only citation markers: "… em torno de 2700–2300 a.C. [2-3]." splits after "a.C.", and the
+# "[2-3]." left over cites the sentence before it (alone it would leave that sentence uncited).
+_ONLY_CITATIONS = re.compile(r"^(?:\[[^\[\]\s][^\[\]]{0,200}\]\s*)+[.!?…]?$")
 
 
 def split_sentences(text: str) -> list[str]:
@@ -131,7 +134,7 @@ def split_sentences(text: str) -> list[str]:
             # The joined sentence ends as its last piece does: its last word, or an enumerator.
             last = parts[-1][-1] if parts else ""
             if parts and joined_prev and (last.rsplit(None, 1)[-1].lstrip("([\"“'").casefold() in _ABBREVIATIONS
-                                          or _ENUMERATOR.search(last)):
+                                          or _ENUMERATOR.search(last) or _ONLY_CITATIONS.match(piece)):
                 parts[-1].append(piece)
             else:
                 parts.append([piece])
