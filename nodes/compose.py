@@ -691,7 +691,8 @@ def direct_settings(policy, language: str) -> dict[str, Any]:
     return dict(months=policy.languages.months, negations=policy.languages.negations.get(language, ()),
                 floor=cfg.sentence_floor, depth=cfg.depth, part_floor=cfg.part_floor, name_floor=cfg.name_floor,
                 name_margin=cfg.name_margin, own_language_margin=cfg.own_language_margin,
-                synonyms=policy.languages.synonyms(language))
+                synonyms=policy.languages.synonyms(language),
+                number_words=policy.languages.number_words.get(language, {}))
 
 
 def answer_by_part(parts: list[str], chunks: list[Chunk], language: str, analyzer: Analyzer, policy,

@@ -120,6 +120,12 @@ def test_spelled_numbers_add_up():
     words = load_policy().raw["languages"]["number_words"]
     assert spelled_numbers("vinte e cinco lojas e dez por cento", words["pt"]) == [("vinte cinco", 25.0), ("dez", 10.0)]
     assert spelled_numbers("twenty-five stores", words["en"]) == [("twenty five", 25.0)]
+    # A hundred multiplies what is said before it; the words after it add.
+    assert spelled_numbers("three hundred and twelve", words["en"]) == [("three hundred twelve", 312.0)]
+    assert spelled_numbers("cento e vinte dias, duzentos dias", words["pt"]) == [("cento vinte", 120.0),
+                                                                                ("duzentos", 200.0)]
+    assert spelled_numbers("two thousand five hundred", {**words["en"], "thousand": 1000}) == [
+        ("two thousand five hundred", 2500.0)]
 
 
 def test_the_llm_judge_is_bounded_by_the_deterministic_checks(policy):

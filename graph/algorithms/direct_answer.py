@@ -377,16 +377,50 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
     return out
 
 
+def _counted(sentence: str, counted: frozenset[int], question: QuestionWords,
+             number_words: Mapping[str, float]) -> str | None:
+    """The first count in `sentence` written right before the thing a count question counts (`counted`:
+    its question words): "9" of "ampliado para 9 membros, e depois para 14 em 2009" for "quantos membros",
+    "três" of "em três segundos" for "em quantos segundos": a count is said of what it counts. Digits or a
+    number word of the question's language, with at most one word between ("dois novos campi"). A word
+    right after the counted thing that narrows it, and that the question does not say, comes with the count:
+    "cinco dias úteis" for "quantos dias", five business days not being five days."""
+    tokens = list(_WORDS.finditer(sentence))
+    for i, token in enumerate(tokens):
+        if i == 0 or not question.held(token.group(0)) & counted:
+            continue
+        for before in tokens[max(i - 2, 0):i][::-1]:
+            word = before.group(0)
+            if any(ch.isdigit() for ch in word):
+                span = next(((a, b) for a, b in _value_spans(sentence) if a <= before.start() < b), None)
+                if span is None or sentence[span[0]:span[1]].rstrip().endswith("%"):
+                    break
+                start, end = span
+            elif fold(word) in number_words:
+                start, end = before.start(), before.end()
+            else:
+                continue
+            count = sentence[start:end].strip()
+            after = tokens[i + 1] if i + 1 < len(tokens) else None
+            if (after is not None and sentence[token.end():after.start()] == " " and after.group(0).islower()
+                    and not question.held(after.group(0))
+                    and question.analyzer.terms(after.group(0), question.language)):
+                return f"{count} {sentence[token.start():after.end()]}"
+            return count
+    return None
+
+
 def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tuple[int, int]]], method: str,
                 question: QuestionWords, floor: float, depth: int, focus: str | None,
                 percent_only: bool = False, own_language_margin: float = 1.0,
                 measure: AskedMeasure = AskedMeasure(), count_only: bool = False,
-                amount_only: bool = False) -> DirectAnswer | None:
+                amount_only: bool = False, number_words: Mapping[str, float] | None = None) -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
     first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
     percentage when `percent_only` and the sentence has one; when `count_only`, neither a percentage nor
     an amount of money ("how many SKUs": "1,200", not the "50%" off them); when `amount_only`, no
-    percentage ("41% da receita" is a share of it). A question that names its `measure` ("Qual foi a
+    percentage ("41% da receita" is a share of it); a count said of what the question counts (the `focus`,
+    `_counted`) first, in any of the sentences looked at. A question that names its `measure` ("Qual foi a
     margem bruta …?") takes its value only from a sentence in its language that holds it, or one of its
     synonyms ("faturou" for "receita"): the season's revenue is no answer about its margin; and the word
     that narrows the measure in the question: "taxa de conversão de 2,1%" is no answer about "a taxa de
@@ -439,6 +473,12 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
             return answer_at(best, only[0])
         ranked = [c for c in ranked if not c.wordless and about & c.terms
                   and weight(c) >= own_language_margin * weight(best)]
+    if count_only and about:
+        for c in ranked:
+            if c.wordless:
+                break
+            if (count := _counted(c.text, about, question, number_words or {})) is not None:
+                return DirectAnswer(count, (c.doc_id,), method, c.text)
     for c in ranked:
         if c.wordless:
             return None
@@ -730,7 +770,8 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
                   question: QuestionWords, *, months: Mapping[str, Sequence[str]], negations: Sequence[str],
                   floor: float, depth: int, part_floor: float, name_floor: float = 0.1,
                   name_margin: float = 1.0, own_language_margin: float = 1.0,
-                  synonyms: Sequence[Sequence[str]] = (), titles: Mapping[str, str] | None = None) -> DirectAnswer | None:
+                  synonyms: Sequence[Sequence[str]] = (), titles: Mapping[str, str] | None = None,
+                  number_words: Mapping[str, float] | None = None) -> DirectAnswer | None:
     """The direct answer to the question from the ranked `candidates` (see the module docstring), or None.
     `floor`: a sentence holding less of the question than this cannot give it; `depth`: how many of the
     best sentences are looked at for a value or a date; `part_floor`: the share of a yes/no part's words
@@ -738,11 +779,13 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     of the best one; `name_margin`: how much more the chosen name must weigh than the next one;
     `own_language_margin`: the share of a better sentence in another language's score that one in the
     question's language, holding what is asked about, needs to give the value or date instead; `titles`:
-    the documents' titles by id, where a name is looked for in full ("Sam Bankman-Fried")."""
+    the documents' titles by id, where a name is looked for in full ("Sam Bankman-Fried"); `number_words`: the
+    language's numbers written as words, read as counts ("três segundos")."""
     if form.kind == "how_much":
         return _from_spans(candidates, lambda text: _value_spans(text, months), "value", question, floor, depth,
                            _focus_noun(form, question), form.wants_share, own_language_margin,
-                           AskedMeasure.of(form, question, synonyms), form.wants_count, form.wants_amount)
+                           AskedMeasure.of(form, question, synonyms), form.wants_count, form.wants_amount,
+                           {fold(w): v for w, v in (number_words or {}).items()})
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question), own_language_margin=own_language_margin)

@@ -128,7 +128,8 @@ def split_claims(answer: str) -> list[str]:
 
 def spelled_numbers(text: str, number_words: Mapping[str, float]) -> list[tuple[str, float]]:
     """Numbers written in words ("twenty-five", "vinte e cinco", "dez por cento" → 25, 25, 10).
-    Consecutive number words add up; "and"/"e" may join them; "hundred"/"cem" multiply."""
+    Consecutive number words add up; "and"/"e" may join them; a hundred (and a thousand, where the policy
+    lists one) multiplies the words before it ("three hundred", "cento e vinte")."""
     if not number_words:
         return []
     # "por cento" is a percent sign, not the number "cento" (100) of "cento e vinte".
@@ -139,18 +140,24 @@ def spelled_numbers(text: str, number_words: Mapping[str, float]) -> list[tuple[
         if tokens[i] not in number_words:
             i += 1
             continue
-        words_, total, j = [tokens[i]], number_words[tokens[i]], i + 1
+        words_, j = [], i
+        total = group = 0.0  # the thousands said so far, and the group of hundreds being said
         while j < len(tokens):
             if tokens[j] in number_words:
                 value = number_words[tokens[j]]
-                total = total * value if value == 100 and total < 100 else total + value
+                if value == 1000:
+                    total, group = total + (group or 1) * 1000, 0.0
+                elif value == 100:
+                    group = (group or 1) * 100
+                else:
+                    group += value
                 words_.append(tokens[j])
                 j += 1
             elif tokens[j] in ("and", "e") and j + 1 < len(tokens) and tokens[j + 1] in number_words:
                 j += 1
             else:
                 break
-        found.append((" ".join(words_), total))
+        found.append((" ".join(words_), total + group))
         i = j
     return found
 
