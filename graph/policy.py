@@ -366,7 +366,8 @@ class DirectAnswerSettings:
     part_floor: float = field(default=0.7, metadata=_SHARE)     # share of a yes/no part's words one document must hold
     # Supporting points after a direct answer: one per part of the question, at most this many.
     max_points: int = field(default=3, metadata=_POSITIVE)
-    # A supporting point holds at least this share of the best sentence's score (the rest is off-topic).
+    # A supporting point holds at least this share of the best sentence's score (the rest is off-topic), and so
+    # does the sentence where a name answer is read.
     point_floor: float = field(default=0.5, metadata=_SHARE)
     # An open question whose words are at least this share its best document's title ("What does the
     # 2026 winter playbook recommend?") asks what that document says: its sentences, in its order.

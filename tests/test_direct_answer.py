@@ -57,7 +57,7 @@ def _answer(policy, question, language, sentences, titles=None):
     return direct_answer(question, form, [question], ranked, words, months=policy.languages.months,
                          negations=policy.languages.negations[language], floor=cfg.sentence_floor, depth=cfg.depth,
                          part_floor=cfg.part_floor, synonyms=policy.languages.question_cues[language].synonyms,
-                         name_margin=cfg.name_margin, titles=titles,
+                         name_margin=cfg.name_margin, titles=titles, on_topic=cfg.point_floor,
                          number_words=policy.languages.number_words.get(language, {}))
 
 
@@ -166,6 +166,32 @@ def test_growth_matches_crescimento_by_its_first_letters(policy):
         ("bi", "A temporada de inverno 2025 gerou receita de R$ 118 milhões, crescimento de 7,9% sobre 2024."),
     ])
     assert found is not None and "7,9%" in found.text and found.doc_ids == ("bi",)
+
+
+def test_a_name_the_question_says_in_other_words_is_no_answer(policy):
+    # "Engenharia de Computação" is the question's "engenheiro de computação"; "TI" its "Tecnologia da Informação".
+    found = _answer(policy, "Quem é considerado engenheiro de computação no Brasil?", "pt", [
+        ("faq", "No Brasil é considerado engenheiro de computação quem for formado em Engenharia de Computação."),
+    ])
+    assert found is None
+    found = _answer(policy, "Quem atua nos segmentos relacionados a Tecnologia da Informação?", "pt", [
+        ("faq", "O profissional de TI é aquele que atua em um dos segmentos relacionados a Tecnologia da Informação."),
+    ])
+    assert found is None
+    # A name of its own is still one.
+    found = _answer(policy, "Quem também utiliza a sigla WebE?", "pt", [
+        ("faq", "A sigla WebE também é utilizada por Presmann para a engenharia da Web."),
+    ])
+    assert found is not None and found.text == "Presmann"
+
+
+def test_a_name_read_only_in_a_sentence_about_something_else_is_no_answer(policy):
+    # The best sentence answers with a common noun; a name only a far weaker sentence holds is no answer.
+    found = _answer(policy, "Por quem são operados os softwares gerados pelos profissionais da área?", "pt", [
+        ("faq", "Os softwares gerados pelos profissionais da área são operados por usuários, indivíduos sem formação."),
+        ("faq", "O curso não é uma especialidade da Engenharia Elétrica, mas atua com profissionais de outras áreas."),
+    ])
+    assert found is None
 
 
 def test_name_not_named_by_the_question(policy):

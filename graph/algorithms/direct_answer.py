@@ -541,9 +541,31 @@ def names_in(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[st
     return out
 
 
+def _named_by(question_text: str, question: QuestionWords, is_stopword: Callable[[str], bool]) -> Callable[[str], bool]:
+    """Whether a name is one the question says itself, in other words: each of its content words is one of the
+    question's, by stem or first letters ("Engenharia de Computação" for "Quem é considerado engenheiro de
+    computação?"), or it is the initials of a run of the question's words ("TI" of "Tecnologia da
+    Informação"). Only the question's own words: the parts searched for it may hold the very name asked."""
+    own = QuestionWords(question_text, question.analyzer, question.language)
+    content = [w for w in _WORDS.findall(question_text) if not is_stopword(w)]
+    initials = {"".join(w[0] for w in content[i:j]).casefold()
+                for i in range(len(content)) for j in range(i + 2, min(i + 6, len(content) + 1))}
+
+    def said(name: str) -> bool:
+        words = [w for w in _WORDS.findall(name) if not is_stopword(w)]
+        if not words:
+            return False
+        if len(words) == 1 and _ACRONYM.fullmatch(words[0]):
+            return words[0].casefold() in initials
+        return all(own.held(w) for w in words)
+
+    return said
+
+
 def _name_answer(question: QuestionWords, question_text: str, candidates: Sequence[Candidate], floor: float,
                  focus: str | None = None, margin: float = 1.0,
-                 titles: Mapping[str, str] | None = None, person: bool = False) -> DirectAnswer | None:
+                 titles: Mapping[str, str] | None = None, person: bool = False,
+                 on_topic: float = 0.0) -> DirectAnswer | None:
     """The name the retrieved sentences are about: mentioned most, each mention weighted by its sentence's
     score (doubled in the clause that holds the `focus` word: "which region" → the clause about a
     region; 2.5 times right after the focus word's phrase: "a diretora de expansão, Carla Menezes"), over
@@ -552,7 +574,8 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     capitalised elsewhere too: "However" is not a name, "Google" is. A question about a `person` counts
     no acronym but the initials of a full name the evidence gives ("SBF"). None when the runner-up (not
     part of the best name, nor its fuller form) weighs more than 1/`margin` of it, or when none of the
-    three best sentences holds the name (or its last name, or its initials). The name is said in full
+    three best sentences scoring at least `on_topic` of the best one holds the name (or its last name, or
+    its initials). The name is said in full
     where the documents' `titles` or the sentences give its fuller form (`_full_name`)."""
     if not candidates:
         return None
@@ -562,6 +585,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         return not question.analyzer.terms(token, question.language)
 
     titles = titles or {}
+    named_by_question = _named_by(question_text, question, is_stopword)
     # The names in every sentence and title, read once: the pool's count, and all of them spell out
     # initials and give fuller forms.
     in_sentence = {c.text: names_in(c.text, is_stopword) for c in candidates}
@@ -589,7 +613,8 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         folded = fold(c.text) if focus else ""
         for name, opening in dict.fromkeys(found):
             key = fold(name)
-            if (opening and key not in mid_sentence) or re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked):
+            if (opening and key not in mid_sentence) or re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked) \
+                    or named_by_question(name):
                 continue
             about = 2.0 if clause and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", clause) else 1.0
             # A name right after the focus word's phrase is that phrase's name: "a diretora de expansão,
@@ -622,10 +647,13 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         return None
     # The answer is said where the question is: a name none of the best sentences holds is only
     # frequent around it ("UFMS" throughout a paragraph about something else).
-    # (By its last name or its initials too: "Bankman-Fried" or "SBF" for "Sam Bankman-Fried".)
+    # (By its last name or its initials too: "Bankman-Fried" or "SBF" for "Sam Bankman-Fried".) A sentence far
+    # below the best is about something else: "Engenharia Elétrica" is no answer to "Por quem são operados os
+    # softwares …?" because a sentence on the course's place among the engineerings names it.
     forms = [best, *(k for k in weight if best.endswith(" " + k)),
              *(fold(a) for a, n in spelled.items() if fold(n) == best)]
-    holder = next((c for c in candidates[:3] if has_any_phrase(c.text, forms)), None)
+    holder = next((c for c in candidates[:3]
+                   if c.score >= on_topic * candidates[0].score and has_any_phrase(c.text, forms)), None)
     if holder is None:
         return None
     docs = dict.fromkeys(c.doc_id for c in candidates)
@@ -771,6 +799,7 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
                   floor: float, depth: int, part_floor: float, name_floor: float = 0.1,
                   name_margin: float = 1.0, own_language_margin: float = 1.0,
                   synonyms: Sequence[Sequence[str]] = (), titles: Mapping[str, str] | None = None,
+                  on_topic: float = 0.0,
                   number_words: Mapping[str, float] | None = None) -> DirectAnswer | None:
     """The direct answer to the question from the ranked `candidates` (see the module docstring), or None.
     `floor`: a sentence holding less of the question than this cannot give it; `depth`: how many of the
@@ -779,7 +808,9 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     of the best one; `name_margin`: how much more the chosen name must weigh than the next one;
     `own_language_margin`: the share of a better sentence in another language's score that one in the
     question's language, holding what is asked about, needs to give the value or date instead; `titles`:
-    the documents' titles by id, where a name is looked for in full ("Sam Bankman-Fried"); `number_words`: the
+    the documents' titles by id, where a name is looked for in full ("Sam Bankman-Fried"); `on_topic`: the share
+    of the best sentence's score a sentence holding the name needs (below it, it is about something else);
+    `number_words`: the
     language's numbers written as words, read as counts ("três segundos")."""
     if form.kind == "how_much":
         return _from_spans(candidates, lambda text: _value_spans(text, months), "value", question, floor, depth,
@@ -794,7 +825,7 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
         if found or not form.wants_name:
             return found
         return _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question), name_margin,
-                            titles, form.wants_person)
+                            titles, form.wants_person, on_topic)
     if form.kind == "yes_no":
         return _yes_no(parts or [question_text], candidates, question, negations, part_floor)
     return None
