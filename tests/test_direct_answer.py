@@ -194,6 +194,17 @@ def test_a_name_read_only_in_a_sentence_about_something_else_is_no_answer(policy
     assert found is None
 
 
+def test_a_one_part_question_whose_best_sentence_names_no_one_gets_no_name(policy):
+    nalanda = [("edu", "Em 1193, a universidade de Nalanda foi saqueada por invasores muçulmanos."),
+               ("edu", "A universidade de Nalanda ficava na Índia, no atual estado de Bihar."),
+               ("edu", "Na Índia, a universidade de Nalanda recebia estudantes de toda a Ásia.")]
+    assert _answer(policy, "Quem saqueou a universidade de Nalanda?", "pt", nalanda) is None
+    # When the best sentence names someone, that name answers.
+    found = _answer(policy, "Quem saqueou a universidade de Nalanda?", "pt", [
+        ("edu", "Em 1193, a universidade de Nalanda foi saqueada pelo exército de Bakhtiyar Khalji."), nalanda[1]])
+    assert found is not None and found.text == "Bakhtiyar Khalji"
+
+
 def test_name_not_named_by_the_question(policy):
     found = _answer(policy, "Which company, reported by TechCrunch, spent $26.3 billion to be the default search engine?",
                     "en", [

@@ -565,7 +565,7 @@ def _named_by(question_text: str, question: QuestionWords, is_stopword: Callable
 def _name_answer(question: QuestionWords, question_text: str, candidates: Sequence[Candidate], floor: float,
                  focus: str | None = None, margin: float = 1.0,
                  titles: Mapping[str, str] | None = None, person: bool = False,
-                 on_topic: float = 0.0) -> DirectAnswer | None:
+                 on_topic: float = 0.0, single: bool = False) -> DirectAnswer | None:
     """The name the retrieved sentences are about: mentioned most, each mention weighted by its sentence's
     score (doubled in the clause that holds the `focus` word: "which region" → the clause about a
     region; 2.5 times right after the focus word's phrase: "a diretora de expansão, Carla Menezes"), over
@@ -575,7 +575,9 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     no acronym but the initials of a full name the evidence gives ("SBF"). None when the runner-up (not
     part of the best name, nor its fuller form) weighs more than 1/`margin` of it, or when none of the
     three best sentences scoring at least `on_topic` of the best one holds the name (or its last name, or
-    its initials). The name is said in full
+    its initials). A `single` question (one part) is answered where it is best matched: when that sentence
+    names no one, what it asks for is said there in common words ("saqueada por invasores muçulmanos"), and
+    a name frequent around it ("Índia") is no answer. The name is said in full
     where the documents' `titles` or the sentences give its fuller form (`_full_name`)."""
     if not candidates:
         return None
@@ -625,7 +627,12 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
             weight[key] += c.score * about
             where.setdefault(key, c)
             surface.setdefault(key, name)
-    if not weight:
+    # (Not for a question in several parts: its name is where they converge, often not its best sentence.) The
+    # best sentence about the kind asked for counts as well: "The Northeast was the fastest-growing region"
+    # answers "Which region grew fastest in H1 2025?" below a national figure for the half-year.
+    about_focus = next((c for c in pool if focus and re.search(rf"(?<!\w){re.escape(focus)}", fold(c.text))), None)
+    anchors = {id(candidates[0]), id(about_focus)}
+    if not weight or (single and not any(id(where[k]) in anchors for k in weight)):
         return None
     # A name that a longer candidate contains lends it its weight ("Bankman-Fried" -> "Sam Bankman-Fried").
     lent = dict(weight)
@@ -825,7 +832,7 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
         if found or not form.wants_name:
             return found
         return _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question), name_margin,
-                            titles, form.wants_person, on_topic)
+                            titles, form.wants_person, on_topic, len(parts) <= 1)
     if form.kind == "yes_no":
         return _yes_no(parts or [question_text], candidates, question, negations, part_floor)
     return None
