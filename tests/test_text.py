@@ -193,3 +193,15 @@ def test_a_lead_in_ending_in_a_colon_is_no_claim():
             "New users get up to $1,000 back in bonus bets if their first wager loses.")
     assert [s for _, s in claim_sentences(text)] == [
         "New users get up to $1,000 back in bonus bets if their first wager loses."]
+
+
+def test_a_number_opening_a_sentence_is_no_list_marker():
+    from graph.algorithms.passages import claim_sentences
+
+    # Quoted without its "152." the sentence would claim a "67" its source never says.
+    text = ("18 -- Puka Nacua needs 18 more catches to set the rookie record. 152.67 -- After missing last week's "
+            "game, Tyreek Hill now needs to average almost 153 yards per game.\n2. Abrir a loja às nove horas.")
+    assert [s for _, s in claim_sentences(text)] == [
+        "18 -- Puka Nacua needs 18 more catches to set the rookie record.",
+        "152.67 -- After missing last week's game, Tyreek Hill now needs to average almost 153 yards per game.",
+        "Abrir a loja às nove horas."]

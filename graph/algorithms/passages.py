@@ -73,7 +73,9 @@ def best_sentence_match(texts: Sequence[str], parts: Sequence[set],
     return best
 
 
-_BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d+[.)])\s*")
+# A list marker: a dash, a heading's hashes, or an enumerator followed by a space ("2. Abrir a loja"); a number
+# opening a sentence is none ("152.67 -- After missing …" is not item 152 of a list saying "67 -- After").
+_BULLET = re.compile(r"^\s*(?:[-*•]+|#+|\d{1,3}[.)](?=\s))\s*")
 
 
 def block_after(text: str, start: int) -> str:

@@ -111,7 +111,7 @@ ACCURACY_RULES = {
 }
 
 _UPSTREAM_ANSWER = re.compile(r'The answer to the question is "(.*?)"')
-_BULLET = re.compile(r"^\s*(?:[-*•]+|\d+[.)])\s*")
+_BULLET = re.compile(r"^\s*(?:[-*•]+|\d{1,3}[.)](?=\s))\s*")  # as graph/algorithms/passages.py's
 _FIRST_WORD = re.compile(r"\W*(\w+)")
 _HAS_WORD = re.compile(r"\w")
 _PUNCTUATION = frozenset(string.punctuation)
