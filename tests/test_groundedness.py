@@ -106,6 +106,17 @@ def test_composer_framing_is_not_a_claim(policy):
     assert v["final_decision"] != "BLOCK"
 
 
+def test_a_yes_or_no_opening_is_the_composers_verdict_not_a_claim(policy):
+    # "Yes [d1]." is what the cited evidence after it adds up to; no document says "yes". It was scored as
+    # unsupported wording (and BLOCKed the whole answer), while "No." passed because documents hold "no".
+    for language in ("en", "pt"):
+        for method in ("yes", "no"):
+            answer = f"{phrase(language, method)} [d1].\n\n- Apple reported revenue of $89.5 billion [d1]."
+            v = verdict(policy, answer, language)
+            assert [c["claim"] for c in v["checks"]] == ["Apple reported revenue of $89.5 billion."], (language, method)
+            assert v["final_decision"] != "BLOCK"
+
+
 def test_claims_split_on_semicolons_inherit_the_closing_citation():
     claims = split_claims("- Sales grew 5%; margins fell 2% [d1].\n2. Stores closed [d2].")
     assert claims == ["Sales grew 5% [d1]", "margins fell 2% [d1].", "Stores closed [d2]."]

@@ -95,7 +95,9 @@ def template_pattern(template: str) -> re.Pattern[str]:
     """A composer phrase with {placeholders} as a pattern: sentences the composer itself frames
     ("The sources disagree about …") are not claims about the documents."""
     parts = re.split(r"\{[a-z_]+\}", template.strip())
-    return re.compile("^" + ".+?".join(re.escape(p) for p in parts) + "$", re.DOTALL)
+    # Ended as a sentence or not: the direct answer "Yes" opens an answer as "Yes [doc]." and is still the
+    # composer's verdict on the evidence that follows, no wording of a document.
+    return re.compile("^" + ".+?".join(re.escape(p) for p in parts) + r"[.!?]?$", re.DOTALL)
 
 
 # --- claims ----------------------------------------------------------------------------------
