@@ -759,12 +759,19 @@ def document_points(candidates: list[Candidate], chunk: Chunk, max_points: int, 
     the document says: its chunk's sentences in their order, within the answer's size (all of them: the
     document is the one asked about, so a sentence of it citing another year is still its content). A
     heading that holds a word of the question ("Ações recomendadas:") introduces what it asks for: the
-    sentences under it come first."""
+    sentences under it come first; without one, the sentences from the best one holding a word of the
+    question its title does not hold."""
     content = chunk["content"]
     own = [c for c in candidates if c.rank == 0 and c.doc_id == chunk["docId"]]
     title = words.held(_title(chunk)) if words else frozenset()
     anchor = next((m.start() for m in _HEADING.finditer(content)
                    if words and words.held(m.group(0)) - title), None)
+    if anchor is None and words:
+        # No heading says where, but a sentence holds what the question asks beyond the document's title
+        # ("Do que se tratam as atividades complementares?": "… trata-se de atividades que não constam …"):
+        # the document is read from the best such sentence on.
+        asked = next((c for c in own if c.terms - title), None)
+        anchor = content.find(asked.text) if asked else None
     own.sort(key=lambda c: (anchor is None or content.find(c.text) < anchor, content.find(c.text)))
     return take_in_order(own, max_points, max_chars)
 

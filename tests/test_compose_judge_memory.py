@@ -532,3 +532,16 @@ def test_weak_chunks_that_agree_on_a_name_answer_a_name_question_at_low_coverage
     # Nor when the question names a source the caller holds nothing from.
     out = _compose(tmp_path, question, weak, sources_named=["Bloomberg", "Wire"], sources_unheld=["Bloomberg"])
     assert out["direct_answer"] is None
+
+
+def test_a_question_about_a_document_is_read_from_where_it_asks_more_than_the_title(tmp_path):
+    content = ("From an educational point of view, every stage of a course has a purpose behind it. "
+               "When a teacher grades by seminars, it is because seminars teach that subject best. "
+               "Complementary activities are no different. "
+               "As the name says, they deal with activities outside the curriculum that add to the student's training.")
+    chunks = [mk("guide", 0.9, content=content, header="Complementary activities")]
+    out = _compose(tmp_path, "What do complementary activities deal with?", chunks)
+    lines = [line for line in out["answer"].splitlines() if line.startswith("- ")]
+    # The document is the one asked about, so it is what answers; read from the sentence on what it deals with.
+    assert lines[0].startswith("- As the name says, they deal with activities outside the curriculum")
+    assert len(lines) >= 2 and all(line.endswith("[guide].") for line in lines)
