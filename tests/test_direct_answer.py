@@ -77,6 +77,15 @@ def test_a_name_is_said_in_full_where_the_evidence_gives_its_full_form(policy):
     assert said.text == "Sam Bankman-Fried" and said.doc_ids[-1] == "fortune"
 
 
+def test_a_shortened_name_is_said_as_written_in_full(policy):
+    found = _answer(policy, "Which institution raised its main interest rate to the highest level since 2001?", "en", [
+        ("age", "The Fed raised its main interest rate to the highest level since 2001."),
+        ("fortune", "Officials at the Fed said further rises may follow, and the Fed will watch the data."),
+        ("smh", "Markets expect the central bank, the Federal Reserve, to hold rates steady in December."),
+    ])
+    assert found is not None and found.text == "Federal Reserve"
+
+
 def test_a_question_about_a_person_is_not_answered_with_an_acronym(policy):
     cues = policy.languages.question_cues
     assert question_form(WHO, "en", cues).wants_person

@@ -680,7 +680,8 @@ def _full_name(best: str, best_surface: str, sources: Sequence[Sequence[tuple[st
                is_stopword: Callable[[str], bool]) -> tuple[str, str] | None:
     """The fuller form of the name `best` that the evidence gives, to be said instead, and the document
     that gives it: capitalised words before it, up to FULL_NAME_WORDS in all ("Sam Bankman-Fried" for
-    "Bankman-Fried", "Shohei Ohtani" for "Ohtani"). Not a name after it ("Google Play" is another thing
+    "Bankman-Fried", "Shohei Ohtani" for "Ohtani"), or the name a one-word name shortens ("Federal Reserve"
+    for "Fed"). Not a name after it ("Google Play" is another thing
     than Google), nor one joined by a small word or a possessive ("Google and Apple", "Tesla’s Cybertruck"),
     nor a word that only opens sentences ("Whereas Google"). `sources`: groups of (document id, text, the
     names `names_in` found in it), read in order until one gives a fuller form: the documents' titles,
@@ -695,7 +696,12 @@ def _full_name(best: str, best_surface: str, sources: Sequence[Sequence[tuple[st
             folded = fold(text)
             for name, _ in names:
                 key, added = fold(name), name.split()[:-size]
-                if (key in forms or not key.endswith(" " + best) or len(key.split()) > FULL_NAME_WORDS
+                # A shortened name is said as written in full: "Fed" is the "Federal Reserve".
+                shortened = (size == 1 and len(best) >= 3 and not _ACRONYM.fullmatch(best_surface)
+                             and len(key.split()) > 1 and key.split()[0] != best and key.split()[0].startswith(best))
+                if shortened:
+                    added = name.split()
+                if (key in forms or not (key.endswith(" " + best) or shortened) or len(key.split()) > FULL_NAME_WORDS
                         or not all(len(w) > 1 and w[0].isupper() and not is_stopword(w)
                                    and not _POSSESSIVE.search(w) for w in added)):
                     continue
