@@ -77,6 +77,19 @@ def test_a_name_is_said_in_full_where_the_evidence_gives_its_full_form(policy):
     assert said.text == "Sam Bankman-Fried" and said.doc_ids[-1] == "fortune"
 
 
+def test_a_question_about_a_person_is_not_answered_with_a_brand(policy):
+    sentences = [("tc", "OpenAI said ChatGPT reached 100 million weekly users, and OpenAI plans AI agents."),
+                 ("tc", "Sam Altman, the generative AI prodigy, envisions AI agents that assist with everyday tasks."),
+                 ("fortune", "OpenAI's board was reshaped after the ousting drama.")]
+    found = _answer(policy, "Who is the individual associated with generative AI who envisions AI agents?", "en",
+                    sentences)
+    assert found is not None and found.text == "Sam Altman"
+    # A family name's prefix is no brand.
+    found = _answer(policy, "Who is the player who scored the winning basket for the Lakers?", "en", [
+        ("espn", "LeBron James scored the winning basket for the Lakers in overtime.")])
+    assert found is not None and found.text == "LeBron James"
+
+
 def test_a_shortened_name_is_said_as_written_in_full(policy):
     found = _answer(policy, "Which institution raised its main interest rate to the highest level since 2001?", "en", [
         ("age", "The Fed raised its main interest rate to the highest level since 2001."),

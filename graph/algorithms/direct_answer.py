@@ -495,6 +495,9 @@ _ROMAN = re.compile(r"[IVX]+")  # centuries and reigns; with L, C, D or M it is 
 # The most words a person's or organisation's full name has ("Sam Bankman-Fried", "Federal Reserve Bank").
 FULL_NAME_WORDS = 3
 _ACRONYM = re.compile(r"[A-Z][A-Z0-9&.]{1,5}")
+# A capital inside a word after a small letter ("OpenAI", "YouTube", "FanDuel"): a brand's spelling, no
+# person's, except the prefixes of family names ("McCarthy", "MacKenzie", "DeShawn", "LeBron", "DiCaprio").
+_BRAND = re.compile(r"(?<![\w'’])(?!Mc|Mac|De|Di|Le|La|Van|Von|O['’])\w*?[a-z][A-Z]")
 
 
 def _person_name(name: str) -> str:
@@ -572,7 +575,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     the sentences scoring at least `floor` of the best one; a name the question names
     itself is not an answer. A lone capitalised word opening a sentence counts only if it is
     capitalised elsewhere too: "However" is not a name, "Google" is. A question about a `person` counts
-    no acronym but the initials of a full name the evidence gives ("SBF"). None when the runner-up (not
+    no acronym but the initials of a full name the evidence gives ("SBF"), and no brand's spelling ("OpenAI"). None when the runner-up (not
     part of the best name, nor its fuller form) weighs more than 1/`margin` of it, or when none of the
     three best sentences scoring at least `on_topic` of the best one holds the name (or its last name, or
     its initials). A `single` question (one part) is answered where it is best matched: when that sentence
@@ -599,7 +602,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         # evidence gives ("SBF": "Sam Bankman-Fried"), which then counts as that name.
         spelled = _initials([*in_sentence.values(), *in_title.values()])
         names = [(c, [(_person_name(spelled.get(n, n)), opening) for n, opening in found
-                      if not _ACRONYM.fullmatch(n) or n in spelled])
+                      if (not _ACRONYM.fullmatch(n) or n in spelled) and not _BRAND.search(n)])
                  for c, found in names]
     else:
         spelled = {}
