@@ -10,11 +10,14 @@ cross-encoder for English), by its score of the sentence against the question. T
 question's form (graph/algorithms/question_form.py):
 
 - how_much / when: the best sentence holding a value / a date; the answer is the one the question's
-  own words point at, a value with its currency and unit (a percentage for a share question);
+  own words point at, a value with its currency and unit (a percentage for a share question); a count
+  is the number, in digits or words, said of what the question counts ("em três segundos");
 - who / which: a measure the question names with its value ("ROAS 4,2"), else the name (a run of
-  capitalised words) the sentences near the question mention most, that the question does not name
-  itself, that clearly outweighs the next and that one of the best sentences holds, said in full
-  ("Sam Bankman-Fried") where the evidence gives its fuller form; no acronym for a question about a
+  capitalised words) the sentences near the question mention most, that the question does not say
+  itself (nor in other words: "Engenharia de Computação" for "engenheiro de computação"), that clearly
+  outweighs the next and that one of the best sentences on the question's topic holds (for a question in
+  one part, its best sentence must name someone), said in full ("Sam Bankman-Fried", "Federal Reserve"
+  for "Fed") where the evidence gives its fuller form; no acronym nor brand for a question about a
   person;
 - yes_no: "yes" when every part of the question is held by one retrieved document, with the
   question's polarity; "no" when a part is so held with the opposite polarity (a negation on one
@@ -575,13 +578,13 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     the sentences scoring at least `floor` of the best one; a name the question names
     itself is not an answer. A lone capitalised word opening a sentence counts only if it is
     capitalised elsewhere too: "However" is not a name, "Google" is. A question about a `person` counts
-    no acronym but the initials of a full name the evidence gives ("SBF"), and no brand's spelling ("OpenAI"). None when the runner-up (not
-    part of the best name, nor its fuller form) weighs more than 1/`margin` of it, or when none of the
-    three best sentences scoring at least `on_topic` of the best one holds the name (or its last name, or
-    its initials). A `single` question (one part) is answered where it is best matched: when that sentence
-    names no one, what it asks for is said there in common words ("saqueada por invasores muçulmanos"), and
-    a name frequent around it ("Índia") is no answer. The name is said in full
-    where the documents' `titles` or the sentences give its fuller form (`_full_name`)."""
+    no acronym but the initials of a full name the evidence gives ("SBF"), and no brand's spelling
+    ("OpenAI"). None when the runner-up (not part of the best name, nor its fuller form) weighs more than
+    1/`margin` of it, or when none of the three best sentences scoring at least `on_topic` of the best one
+    holds the name (or its last name, or its initials). A `single` question (one part) is answered where it
+    is best matched: when that sentence names no one, what it asks for is said there in common words
+    ("saqueada por invasores muçulmanos"), and a name frequent around it ("Índia") is no answer. The name
+    is said in full where the documents' `titles` or the sentences give its fuller form (`_full_name`)."""
     if not candidates:
         return None
     asked = fold(question_text)
