@@ -182,6 +182,18 @@ def test_a_count_is_the_number_said_of_what_the_question_counts(policy):
     assert found is None or "%" not in found.text
 
 
+def test_a_number_after_a_number_sign_is_a_label_not_an_amount(policy):
+    found = _answer(policy, "Quanto é o montante do edital nº 163 para a seleção de monitores?", "pt", [
+        ("edital", "O edital nº 163 trata da seleção de monitores para as disciplinas."),
+        ("edital", "O montante destinado às bolsas do edital é de R$ 220.800,00."),
+    ])
+    assert found is None or found.text == "R$ 220.800,00"
+    # A which-question about a law may be answered with one.
+    found = _answer(policy, "Qual lei alterou a lei de criação da fundação?", "pt", [
+        ("fap", "A Lei nº 1.862 alterou a lei de criação da fundação em 1998.")])
+    assert found is not None and found.text == "Lei nº 1.862"
+
+
 def test_growth_matches_crescimento_by_its_first_letters(policy):
     found = _answer(policy, "Quanto cresceram as vendas de inverno em 2025?", "pt", [
         ("plan", "Objetivo: atingir R$ 132 milhões em vendas em 2026, acima do inverno 2025 (R$ 118,4 milhões)."),

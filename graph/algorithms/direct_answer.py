@@ -312,6 +312,17 @@ _CLOCK = re.compile(r"\s*(?:[ap]\.\s?m\.|[ap]m(?!\w)|h(?:\d{2})?(?!\w)|:\d{2})",
 _CLOCK_MINUTES = re.compile(r"\d[:h]$")  # the "30" of "8:30" or "20h30"
 
 
+# A number sign right before a number makes it a label: "edital nº 163", "Lei n.º 1.920", "Case No. 25", "#3".
+_NUMBER_SIGN = re.compile(r"(?:(?<!\w)n\.?\s?[º°]|(?<!\w)no\.|#)\s*$", re.IGNORECASE)
+
+
+def _amounts(sentence: str, months: Mapping[str, Sequence[str]] | None = None) -> list[tuple[int, int]]:
+    """The value spans a how-much question may be answered with: not a number after a number sign, which
+    names what it labels ("Quanto é o montante do edital nº 163?" is not answered "163"; "Qual lei …?" may
+    still be "Lei nº 1.862")."""
+    return [(a, b) for a, b in _value_spans(sentence, months) if not _NUMBER_SIGN.search(sentence, 0, a)]
+
+
 def _value_spans(sentence: str, months: Mapping[str, Sequence[str]] | None = None) -> list[tuple[int, int]]:
     """Amounts, counts and percentages; a bare year is a date, not an amount ("in 2025"), and so, with the
     `months` to read dates by, is a day ("12" of "em 12 de fevereiro de 2026" counts no stores); a time
@@ -832,7 +843,7 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     `number_words`: the
     language's numbers written as words, read as counts ("três segundos")."""
     if form.kind == "how_much":
-        return _from_spans(candidates, lambda text: _value_spans(text, months), "value", question, floor, depth,
+        return _from_spans(candidates, lambda text: _amounts(text, months), "value", question, floor, depth,
                            _focus_noun(form, question), form.wants_share, own_language_margin,
                            AskedMeasure.of(form, question, synonyms), form.wants_count, form.wants_amount,
                            {fold(w): v for w, v in (number_words or {}).items()})
