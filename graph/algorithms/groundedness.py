@@ -95,9 +95,7 @@ def template_pattern(template: str) -> re.Pattern[str]:
     """A composer phrase with {placeholders} as a pattern: sentences the composer itself frames
     ("The sources disagree about …") are not claims about the documents."""
     parts = re.split(r"\{[a-z_]+\}", template.strip())
-    # Ended as a sentence or not: the direct answer "Yes" opens an answer as "Yes [doc]." and is still the
-    # composer's verdict on the evidence that follows, no wording of a document.
-    return re.compile("^" + ".+?".join(re.escape(p) for p in parts) + r"[.!?]?$", re.DOTALL)
+    return re.compile("^" + ".+?".join(re.escape(p) for p in parts) + "$", re.DOTALL)
 
 
 # --- claims ----------------------------------------------------------------------------------
@@ -317,7 +315,9 @@ class GroundednessChecker:
         for claim in split_claims(answer):
             cited = citations_in(claim)
             text = strip_citations(claim)
-            if not text or self._ignored(claim) or self._ignored(text):
+            # Ended as a sentence or not: the direct answer "Yes" opens an answer as "Yes [doc]." and is still
+            # the composer's verdict on the evidence that follows, no wording of a document.
+            if not text or self._ignored(claim) or self._ignored(text) or self._ignored(text.rstrip(".!?…")):
                 continue
             dates = _dates(text, self.lexicons.months)
             undated = _mask(text, [(d.start, d.end) for d in dates]) if dates else text
