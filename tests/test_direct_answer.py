@@ -151,33 +151,33 @@ def test_value_is_the_one_the_question_points_at(policy):
     assert found.text == "6,8 dias úteis"
 
 
-def test_a_count_is_the_number_said_of_what_the_question_counts(policy):
+COUNTS = [
     # Not the 14 of the year after, nor the 2008 the question names: the members are 9.
-    found = _answer(policy, "Quantos membros havia no corpo docente do curso em 2008?", "pt", [
-        ("faq", "Em 2008 o corpo docente foi ampliado para 9 membros, e depois para 14 em 2009."),
-    ])
-    assert found is not None and found.text == "9"
+    ("Quantos membros havia no corpo docente do curso em 2008?", "pt",
+     ["Em 2008 o corpo docente foi ampliado para 9 membros, e depois para 14 em 2009."], "9"),
     # Written as a word, in a lower-ranked sentence than one giving another count.
-    found = _answer(policy, "Em quantas cidades a universidade mantém campi?", "pt", [
-        ("faq", "A universidade mantém 14 cursos de graduação e campi em várias cidades do estado."),
-        ("faq", "Além da sede, a universidade mantém campi em nove cidades do interior."),
-    ])
-    assert found is not None and found.text == "nove"
-    found = _answer(policy, "Em quantos segundos o Mark I multiplicava dois números?", "pt", [
-        ("faq", "O Mark I ocupava 120m³, conseguindo multiplicar dois números de dez dígitos em três segundos."),
-    ])
-    assert found is not None and found.text == "três"
-    # A word that narrows what is counted, which the question does not say, comes with the count.
-    found = _answer(policy, "How many days before enrolment must the records be entered?", "en", [
-        ("faq", "The records must be entered at least five days before enrolment, not counting holidays."),
-        ("faq", "Records entered late are reviewed within 30 calendar days."),
-    ])
-    assert found is not None and found.text == "five"
-    found = _answer(policy, "Quantos dias antes da matrícula devem ser feitos os lançamentos?", "pt", [
-        ("faq", "Os lançamentos devem anteceder a data de matrícula em no mínimo cinco dias úteis."),
-    ])
-    assert found is not None and found.text == "cinco dias úteis"
-    # A percentage counts nothing.
+    ("Em quantas cidades a universidade mantém campi?", "pt",
+     ["A universidade mantém 14 cursos de graduação e campi em várias cidades do estado.",
+      "Além da sede, a universidade mantém campi em nove cidades do interior."], "nove"),
+    ("Em quantos segundos o Mark I multiplicava dois números?", "pt",
+     ["O Mark I ocupava 120m³, conseguindo multiplicar dois números de dez dígitos em três segundos."], "três"),
+    # A word that narrows what is counted, which the question does not say, comes with the count ...
+    ("Quantos dias antes da matrícula devem ser feitos os lançamentos?", "pt",
+     ["Os lançamentos devem anteceder a data de matrícula em no mínimo cinco dias úteis."], "cinco dias úteis"),
+    # ... a function word after it does not.
+    ("How many days before enrolment must the records be entered?", "en",
+     ["The records must be entered at least five days before enrolment, not counting holidays.",
+      "Records entered late are reviewed within 30 calendar days."], "five"),
+]
+
+
+@pytest.mark.parametrize(("question", "language", "sentences", "expected"), COUNTS)
+def test_a_count_is_the_number_said_of_what_the_question_counts(policy, question, language, sentences, expected):
+    found = _answer(policy, question, language, [("faq", s) for s in sentences])
+    assert found is not None and found.text == expected
+
+
+def test_a_percentage_counts_nothing(policy):
     found = _answer(policy, "How many stores opened?", "en", [("r", "Stores opened 12% more often in Q3.")])
     assert found is None or "%" not in found.text
 
