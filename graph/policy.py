@@ -485,6 +485,9 @@ class QuestionCues:
     # one asks for a person, whom an acronym does not name ("FTX", "FTC"; "SBF" only as the initials of a
     # full name the evidence gives).
     person_nouns: tuple[str, ...] = ()
+    # Cues that ask where ("where", "onde"): the words after them are the question's subject, so a person noun
+    # there ("Onde o candidato realiza a prova?") does not make it a question about a person.
+    place_cues: tuple[str, ...] = ()
     # Words that say the same thing in a document as in a question, one ring of equivalents each (the stems
     # of "dividido" and "divisão" differ): a part is covered, or answered by the list under a heading, through
     # them ("what changed afterwards" by "Actions taken by Legal and Operations:"), and the composer's sentences

@@ -41,6 +41,13 @@ def test_question_form_by_policy_cues(policy, question, language, kind):
     assert question_form(question, language, policy.languages.question_cues).kind == kind
 
 
+def test_a_where_question_about_someone_does_not_ask_for_a_person(policy):
+    cues = policy.languages.question_cues
+    assert not question_form("Onde o candidato do POSCOMP realiza a prova?", "pt", cues).wants_person
+    assert not question_form("Where did the player sign his contract?", "en", cues).wants_person
+    assert question_form("Qual candidato venceu a eleição?", "pt", cues).wants_person
+
+
 def test_question_cues_come_from_the_policy(policy):
     cues = policy.languages.question_cues
     assert question_form("Quem é o relator?", "pt", cues).kind == "who"

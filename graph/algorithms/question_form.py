@@ -127,7 +127,9 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
                     measure = quantities[-1] if lexicon.qualifier_side == "before" else quantities[0]
                 elif has_any_phrase(window, lexicon.time_words):
                     kind = "when"
-            about_person = has_any_phrase(window, lexicon.person_nouns)
+            # "Onde o candidato …": a where-question asks for a place, whoever its subject is.
+            about_person = (has_any_phrase(window, lexicon.person_nouns)
+                            and fold(cue) not in {fold(c) for c in lexicon.place_cues})
             wants_name = kind == "who" or (kind == "which" and (fold(cue) in {fold(c) for c in lexicon.name_cues}
                                                                 or has_any_phrase(window, lexicon.entity_nouns)
                                                                 or about_person))
