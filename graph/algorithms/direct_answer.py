@@ -391,14 +391,15 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
     return out
 
 
-def _counted(sentence: str, counted: frozenset[int], question: QuestionWords,
+def _counted(sentence: str, spans: Sequence[tuple[int, int]], counted: frozenset[int], question: QuestionWords,
              number_words: Mapping[str, float]) -> str | None:
     """The first count in `sentence` written right before the thing a count question counts (`counted`:
     its question words): "9" of "ampliado para 9 membros, e depois para 14 em 2009" for "quantos membros",
     "três" of "em três segundos" for "em quantos segundos": a count is said of what it counts. Digits or a
     number word of the question's language, with at most one word between ("dois novos campi"). A word
     right after the counted thing that narrows it, and that the question does not say, comes with the count:
-    "cinco dias úteis" for "quantos dias", five business days not being five days."""
+    "cinco dias úteis" for "quantos dias", five business days not being five days. `spans`: the sentence's
+    values the question may be answered with (its caller's), of which a count in digits is one."""
     tokens = list(_WORDS.finditer(sentence))
     for i, token in enumerate(tokens):
         if i == 0 or not question.held(token.group(0)) & counted:
@@ -406,7 +407,7 @@ def _counted(sentence: str, counted: frozenset[int], question: QuestionWords,
         for before in tokens[max(i - 2, 0):i][::-1]:
             word = before.group(0)
             if any(ch.isdigit() for ch in word):
-                span = next(((a, b) for a, b in _value_spans(sentence) if a <= before.start() < b), None)
+                span = next(((a, b) for a, b in spans if a <= before.start() < b), None)
                 if span is None or sentence[span[0]:span[1]].rstrip().endswith("%"):
                     break
                 start, end = span
@@ -491,7 +492,7 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
         for c in ranked:
             if c.wordless:
                 break
-            if (count := _counted(c.text, about, question, number_words or {})) is not None:
+            if (count := _counted(c.text, find(c.text), about, question, number_words or {})) is not None:
                 return DirectAnswer(count, (c.doc_id,), method, c.text)
     for c in ranked:
         if c.wordless:
@@ -623,12 +624,15 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     mid_sentence = {fold(n) for _, found in names for n, opening in found if not opening}
     weight: dict[str, float] = defaultdict(float)
     where: dict[str, Candidate] = {}
+    about_focus: Candidate | None = None  # the best sentence with a clause about the kind asked for
     surface: dict[str, str] = {}
     for c, found in names:
         # The clause that holds the focus word names what is asked ("The Northeast was the fastest-growing
         # region, up 19.3%, driven by the Fortaleza and Salvador stores"): its names count twice.
         clause = next((fold(piece) for piece in _CLAUSE_SPLIT.split(c.text)
                        if focus and re.search(rf"(?<!\w){re.escape(focus)}", fold(piece))), "")
+        if clause and about_focus is None:
+            about_focus = c
         folded = fold(c.text) if focus else ""
         for name, opening in dict.fromkeys(found):
             key = fold(name)
@@ -647,9 +651,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     # (Not for a question in several parts: its name is where they converge, often not its best sentence.) The
     # best sentence about the kind asked for counts as well: "The Northeast was the fastest-growing region"
     # answers "Which region grew fastest in H1 2025?" below a national figure for the half-year.
-    about_focus = next((c for c in pool if focus and re.search(rf"(?<!\w){re.escape(focus)}", fold(c.text))), None)
-    anchors = {id(candidates[0]), id(about_focus)}
-    if not weight or (single and not any(id(where[k]) in anchors for k in weight)):
+    if not weight or (single and not any(where[k] is candidates[0] or where[k] is about_focus for k in weight)):
         return None
     # A name that a longer candidate contains lends it its weight ("Bankman-Fried" -> "Sam Bankman-Fried").
     lent = dict(weight)
