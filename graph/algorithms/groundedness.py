@@ -317,7 +317,8 @@ class GroundednessChecker:
             text = strip_citations(claim)
             # Ended as a sentence or not: the direct answer "Yes" opens an answer as "Yes [doc]." and is still
             # the composer's verdict on the evidence that follows, no wording of a document.
-            if not text or self._ignored(claim) or self._ignored(text) or self._ignored(text.rstrip(".!?…")):
+            ended = text.rstrip(".!?…")
+            if not text or self._ignored(claim) or self._ignored(text) or (ended != text and self._ignored(ended)):
                 continue
             dates = _dates(text, self.lexicons.months)
             undated = _mask(text, [(d.start, d.end) for d in dates]) if dates else text
