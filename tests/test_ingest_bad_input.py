@@ -45,7 +45,7 @@ from pathlib import Path
 import pytest
 from scripted_server import Reply
 
-from graph.context import Context
+from graph.context import CHUNK_TOKENS, Context
 from graph.entrypoints.cli import main
 from graph.indexing.ingest import (
     EMBED_BATCH_CHUNKS,
@@ -421,7 +421,7 @@ def test_a_text_file_over_the_limit_is_skipped_and_the_limit_is_a_setting(tmp_pa
 def test_a_single_1mb_line_without_sentence_breaks_is_chunked_to_size():
     words = " ".join(f"palavra{i % 997}" for i in range(110_000))  # ~1 MB, no period anywhere
     chunks = chunk_text(words)
-    max_words = int(450 / TOKENS_PER_WORD)
+    max_words = int(CHUNK_TOKENS / TOKENS_PER_WORD)
     assert len(words) > 1_000_000 and all(len(c.split()) <= max_words for c in chunks)
     assert " ".join(chunks).split() == words.split()  # cut at word boundaries, nothing lost or repeated
 
@@ -429,7 +429,7 @@ def test_a_single_1mb_line_without_sentence_breaks_is_chunked_to_size():
 def test_text_without_spaces_is_cut_by_characters():
     blob = base64.b64encode(random.Random(5).randbytes(750_000)).decode()  # 1 MB, no space, no line break
     chunks = chunk_text(blob, overlap_tokens=0)
-    max_chars = int(450 / TOKENS_PER_WORD) * MAX_CHARS_PER_WORD
+    max_chars = int(CHUNK_TOKENS / TOKENS_PER_WORD) * MAX_CHARS_PER_WORD
     assert max(map(len, chunks)) <= max_chars and "".join(chunks) == blob
     # A long token in prose (a URL) is far below the cap: it is not cut.
     url = "https://example.com/relatorios/" + "a" * 150

@@ -199,11 +199,11 @@ def test_a_variable_is_read_as_it_is_declared():
 
 def test_values_are_read_when_asked_for_stripped_and_empty_is_unset(monkeypatch):
     monkeypatch.delenv("RAGATE_CHUNK_TOKENS", raising=False)
-    assert settings.number("RAGATE_CHUNK_TOKENS") == CHUNK_TOKENS == 450
+    assert settings.number("RAGATE_CHUNK_TOKENS") == CHUNK_TOKENS == 650
     monkeypatch.setenv("RAGATE_CHUNK_TOKENS", " 600 ")
     assert settings.number("RAGATE_CHUNK_TOKENS") == 600
     monkeypatch.setenv("RAGATE_CHUNK_TOKENS", "  ")
-    assert settings.number("RAGATE_CHUNK_TOKENS") == 450
+    assert settings.number("RAGATE_CHUNK_TOKENS") == 650
     monkeypatch.setenv("OPENAI_BASE_URL", "")
     assert settings.text("OPENAI_BASE_URL") is None
     monkeypatch.setenv("OPENAI_BASE_URL", " http://127.0.0.1:9/v1 ")

@@ -2,7 +2,7 @@
 
 - The tenant always comes from the caller (`--tenant`), never from the document: a document
   whose metadata claims another `brandId` is stored under the ingesting tenant and reported.
-- Sentence-aware chunking (~450 tokens, 40 overlap; Context.chunk_tokens / overlap_tokens) with a title/source/date header that is
+- Sentence-aware chunking (~650 tokens, 50 overlap; Context.chunk_tokens / overlap_tokens) with a title/source/date header that is
   indexed with the text.
 - Idempotent: a document whose chunks hash the same as what is stored is skipped; a changed one
   is replaced whole. Vectors are cached by content hash, so unchanged text is never re-embedded.
