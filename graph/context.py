@@ -71,6 +71,12 @@ class Context:
                                  "cohere/<model> (any Cohere-compatible /v2/rerank via COHERE_BASE_URL); 'none': "
                                  "ragate's own reranker."},
     )
+    translation_model: str = field(
+        default_factory=lambda: settings.text("RAGATE_TRANSLATION_MODEL"),
+        metadata={"description": "Machine translation as 'provider/model': local/bergamot-tiny (default: English <-> "
+                                 "Portuguese, offline) puts a question into the language of its best evidence "
+                                 "when that is another, so the composer reads it by words; 'none': by meaning only."},
+    )
     provider_timeout_s: float = field(
         default_factory=lambda: settings.number("RAGATE_PROVIDER_TIMEOUT"),
         metadata={"description": "Seconds a chat, embedding or rerank call, or a read of the vector engine (embedded "

@@ -91,6 +91,9 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
                                          "cross-encoder for English where the policy asks for it), "
                                          "`local/ms-marco-minilm`, `cohere/<model>`, or `none` for ragate's own.",
              default="auto"),
+    Variable("RAGATE_TRANSLATION_MODEL", str, "Machine translation (`Context.translation_model`): "
+                                              "`local/bergamot-tiny` (English ↔ Portuguese, offline) or `none`.",
+             default="local/bergamot-tiny"),
     Variable("RAGATE_VECTOR_STORE", str, "Vector engine (`Context.vector_store`): `embedded` (in-process, under the "
                                          "data folder) or `qdrant` (the server at `QDRANT_URL`).",
              default="embedded"),

@@ -70,6 +70,7 @@ from graph.prompts import llm_prompt, phrase, phrases
 from graph.providers.chat import chat_model
 from graph.providers.resources import embeddings_for
 from graph.providers.specs import ProviderError, failure_reason
+from graph.providers.translation import translator_for
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -393,15 +394,20 @@ class ExtractiveAnswer(NamedTuple):
 
 def extractive_answer(question: str, sub_queries: list[str], language: str, chunks: list[Chunk], analyzer: Analyzer,
                       policy, relevance: Callable[[list[str]], list[float]] | None = None,
-                      part_leads: dict[str, Chunk] | None = None) -> ExtractiveAnswer:
+                      part_leads: dict[str, Chunk] | None = None, reply_language: str | None = None,
+                      part_names: Mapping[str, str] | None = None) -> ExtractiveAnswer:
     """The deterministic answer: the direct answer first (when the evidence gives one), then only the
     points that support it or answer another part of the question, then the parts nothing covers.
     `relevance` (`meaning_relevance`, for evidence in another language): when the best chunk is in
     another language, sentences are ranked and chosen by meaning as well as by words; otherwise only
     when nothing in the question's language speaks of the measure it asks for (`measure_elsewhere`).
     `part_leads` (`part_leads`): the chunk each part's own search ranked first by meaning; a part nothing in the question's language covers, whose lead is in another
-    language, is pointed to that document rather than said missing."""
+    language, is pointed to that document rather than said missing. `reply_language` (default `language`):
+    the language the answer's own words are in, when the question was put into its evidence's language
+    (`read_in_evidence_language`); `part_names`: how the reply names those parts (the asker's words)."""
     cfg = policy.compose
+    reply = reply_language or language
+    named = part_names or {}
     synonyms = policy.languages.synonyms(language)
     words = QuestionWords(" ".join([question, *sub_queries]), analyzer, language, synonyms)
     # The direct answer reads each sentence with its document's title; the points do not (a title that
@@ -477,7 +483,7 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
         picked = (picked[:1] + also + [c for c in picked[1:] if c not in also])[:max(max_points, 1 + len(also))]
     lines: list[str] = []
     if found:
-        lines += [direct_line(found, language), ""]
+        lines += [direct_line(found, reply), ""]
     order = {id(c): i for i, c in enumerate(candidates)}
     if form.compares and len(parts) > 1:
         picked.sort(key=lambda c: listed.get(id(c), _part_of(c, parts, words)))
@@ -510,9 +516,11 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
             elif lead is not None or not other_language_at_hand:
                 missing.append(part)
     if missing:
-        lines += ["", phrase(language, "missing_part", parts=", ".join(f"«{p.strip(' ?')}»" for p in missing))]
+        lines += ["", phrase(reply, "missing_part",
+                             parts=", ".join(f"«{named.get(p, p).strip(' ?')}»" for p in missing))]
     for part, lead in elsewhere.items():
-        lines += ["", phrase(language, "part_in_other_language", part=f"«{part.strip(' ?')}»", doc_id=lead["docId"])]
+        lines += ["", phrase(reply, "part_in_other_language", part=f"«{named.get(part, part).strip(' ?')}»",
+                             doc_id=lead["docId"])]
     unanswered = [*missing, *elsewhere]
     complete = not unanswered and answers_every_part([p for p in parts or [question] if p not in by_list] or [question],
                                                      read + picked, found is not None, words, titles, language,
@@ -1013,6 +1021,37 @@ def cross_lingual_relevance(question: str, language: str, chunks: list[Chunk], p
     return guarded
 
 
+def read_in_evidence_language(question: str, sub_queries: list[str], language: str, chunks: list[Chunk],
+                              ctx: Context, margin: float, notes: list[str]) -> tuple[str, list[str], str] | None:
+    """(the question, its parts, the language) put into the language of the best chunk, when that is another
+    than the question's and the configured translator (`Context.translation_model`) translates between them;
+    else None, and the composer ranks that evidence by meaning (`cross_lingual_relevance`). Words match
+    where meaning alone chose the wrong sentence: "What is the media budget of the 2026 winter playbook?"
+    was answered "Esta versão substitui o playbook de inverno 2025" by meaning, and by the words of
+    "Qual é o orçamento da mídia do playbook de inverno 2026?" with its R$ 3,9 milhões. A failing
+    translator leaves the meaning path, and `notes` say so."""
+    if not answered_by_meaning(chunks, language):
+        return None
+    # Evidence in the question's language that scores close to the best is read as it is, and wins where it
+    # holds what is asked (`compose.direct.own_language_margin`, as for the direct answer): "Quantos seguidores
+    # … ao fim do 3º trimestre de 2025" is answered by the Portuguese report's 412 mil, not by the English
+    # one's later count, read with the question in English.
+    own = max((c["rerankScore"] for c in chunks if not in_another_language(c, language)), default=0.0)
+    if own >= margin * chunks[0]["rerankScore"]:
+        return None
+    evidence_language = (chunks[0].get("metadata") or {}).get("language") or language
+    try:
+        translator = translator_for(ctx.translation_model)
+        if translator is None or not translator.supports(language, evidence_language):
+            return None
+        return (translator.translate(question, language, evidence_language),
+                [translator.translate(part, language, evidence_language) for part in sub_queries], evidence_language)
+    except Exception as exc:  # a failing translator must not cost the answer: meaning alone ranks
+        notes.append(f"compose: translation unavailable ({failure_reason(exc)}); evidence in another language "
+                     "ranked by meaning")
+        return None
+
+
 def draft_failures(draft: str, chunks: list[Chunk], language: str, policy, ctx: Context,
                    notes: list[str] | None = None) -> str | None:
     """Why the model's draft cannot be shown, or None. The judge's own hard checks run on it first: a
@@ -1119,10 +1158,20 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
                 written = None if problem else written
             if problem:
                 errors.append(f"compose: {problem}; extractive answer")
-        extractive = extractive_answer(question, state.get("sub_queries") or [], language, relevant, analyzer,
-                                       policy, cross_lingual_relevance(question, language, relevant, policy, ctx,
-                                                                       errors),
-                                       part_leads(state.get("hits") or {}, relevant))
+        reading = read_in_evidence_language(question, state.get("sub_queries") or [], language, relevant, ctx,
+                                            cfg.direct.own_language_margin, errors)
+        if reading:
+            # The best evidence is in another language: the question, put into it, is read there by its words.
+            asked, parts_asked, evidence_language = reading
+            extractive = extractive_answer(asked, parts_asked, evidence_language, relevant, analyzer, policy,
+                                           part_leads=part_leads(state.get("hits") or {}, relevant),
+                                           reply_language=language,
+                                           part_names=dict(zip(parts_asked, state.get("sub_queries") or [])))
+        else:
+            extractive = extractive_answer(question, state.get("sub_queries") or [], language, relevant, analyzer,
+                                           policy, cross_lingual_relevance(question, language, relevant, policy, ctx,
+                                                                           errors),
+                                           part_leads(state.get("hits") or {}, relevant))
         found = extractive.found
         coverage = answer_coverage(coverage, extractive, relevant, cfg)
         unattested = [] if found else unattested_subject(question, language, state.get("sub_queries") or [],

@@ -59,8 +59,8 @@ def _context(args: argparse.Namespace):
     except ValueError as exc:  # a RAGATE_* variable that cannot be read: say which, exit 2
         print(f"ragate: bad setting in the environment: {exc}", file=sys.stderr)
         sys.exit(2)
-    for name in ("tenant", "home", "policy_path", "embedding_model", "chat_model", "rerank_model", "vector_store",
-                 "memory_url"):
+    for name in ("tenant", "home", "policy_path", "embedding_model", "chat_model", "rerank_model", "translation_model",
+                 "vector_store", "memory_url"):
         value = getattr(args, name, None)
         if value:
             setattr(ctx, name, value)
@@ -88,6 +88,7 @@ def _provider_flags(p: argparse.ArgumentParser) -> None:
                    help="'openai/<model>' or 'none' for the deterministic composer and judge (default: $RAGATE_CHAT_MODEL "
                         "or none); server and key from $OPENAI_BASE_URL / $OPENAI_API_KEY")
     _rerank_flag(p)
+    _translation_flag(p)
     p.add_argument("--vector-store", dest="vector_store", choices=["embedded", "qdrant"],
                    help="'embedded' (in-process, under --home) or 'qdrant' (server at $QDRANT_URL, key $QDRANT_API_KEY) "
                         "(default: $RAGATE_VECTOR_STORE or embedded)")
@@ -104,6 +105,12 @@ def _rerank_flag(p: argparse.ArgumentParser) -> None:
                    help="'auto' (ragate's own reranker; the local cross-encoder for English where the policy asks), "
                         "'local/ms-marco-minilm', 'cohere/<model>' or 'none' for ragate's own reranker (default: "
                         "$RAGATE_RERANK_MODEL or auto); Cohere's server and key from $COHERE_BASE_URL / $COHERE_API_KEY")
+
+
+def _translation_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--translation-model", dest="translation_model",
+                   help="'local/bergamot-tiny' (English <-> Portuguese, offline) or 'none' (default: "
+                        "$RAGATE_TRANSLATION_MODEL or local/bergamot-tiny)")
 
 
 def _policy_and_model_flags(p: argparse.ArgumentParser) -> None:
@@ -283,7 +290,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # The server's settings travel to it as the environment variables Context reads.
 SERVE_ENV = {"home": "RAGATE_HOME", "policy_path": "RAGATE_POLICY", "embedding_model": "RAGATE_EMBEDDING_MODEL",
-             "chat_model": "RAGATE_CHAT_MODEL", "rerank_model": "RAGATE_RERANK_MODEL", "vector_store": "RAGATE_VECTOR_STORE",
+             "chat_model": "RAGATE_CHAT_MODEL", "rerank_model": "RAGATE_RERANK_MODEL",
+             "translation_model": "RAGATE_TRANSLATION_MODEL", "vector_store": "RAGATE_VECTOR_STORE",
              "memory_url": "RAGATE_MEMORY_URL", "provider_timeout_s": "RAGATE_PROVIDER_TIMEOUT",
              "provider_retries": "RAGATE_PROVIDER_RETRIES"}
 # Offline by default: no analytics, no version check, no LangSmith tracing (unless the user set them).

@@ -26,6 +26,7 @@ from graph.providers.embeddings import CachedEmbeddings, base_embeddings, get_em
 from graph.providers.local_models import model_folder
 from graph.providers.relevance import check_relevance
 from graph.providers.specs import ProviderError, env_required
+from graph.providers.translation import translator_for
 from graph.providers.vectorstore import CollectionError, VectorIndex, open_index
 from graph.providers.vectorstore_server import open_server_index
 
@@ -173,6 +174,7 @@ def check_providers(ctx: Context) -> None:
     embedded engine) naming the process that holds the data folder."""
     chat_model(ctx)
     check_relevance(ctx)
+    translator_for(ctx.translation_model)
     base_embeddings(ctx.embedding_model, float(ctx.provider_timeout_s), int(ctx.provider_retries))
     if is_auto(ctx.embedding_model):
         # Collections chosen to be English get bge-small: its package and files are checked now too.

