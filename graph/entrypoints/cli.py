@@ -122,9 +122,11 @@ def _policy_and_model_flags(p: argparse.ArgumentParser) -> None:
 
 def _chunking_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunk-tokens", dest="chunk_tokens", type=int,
-                   help="ingest: chunk size in tokens (default: $RAGATE_CHUNK_TOKENS or 650)")
+                   help=f"ingest: chunk size in tokens (default: $RAGATE_CHUNK_TOKENS or "
+                        f"{settings.default('RAGATE_CHUNK_TOKENS')})")
     p.add_argument("--overlap-tokens", dest="overlap_tokens", type=int,
-                   help="ingest: tokens repeated between chunks (default: $RAGATE_OVERLAP_TOKENS or 40)")
+                   help=f"ingest: tokens repeated between chunks (default: $RAGATE_OVERLAP_TOKENS or "
+                        f"{settings.default('RAGATE_OVERLAP_TOKENS')})")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
