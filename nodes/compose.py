@@ -1158,20 +1158,17 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
                 written = None if problem else written
             if problem:
                 errors.append(f"compose: {problem}; extractive answer")
-        reading = read_in_evidence_language(question, state.get("sub_queries") or [], language, relevant, ctx,
+        sub_queries = state.get("sub_queries") or []
+        # When the best evidence is in another language, the question put into it is read there by its words;
+        # otherwise it is read as asked, evidence in another language by meaning.
+        reading = read_in_evidence_language(question, sub_queries, language, relevant, ctx,
                                             cfg.direct.own_language_margin, errors)
-        if reading:
-            # The best evidence is in another language: the question, put into it, is read there by its words.
-            asked, parts_asked, evidence_language = reading
-            extractive = extractive_answer(asked, parts_asked, evidence_language, relevant, analyzer, policy,
-                                           part_leads=part_leads(state.get("hits") or {}, relevant),
-                                           reply_language=language,
-                                           part_names=dict(zip(parts_asked, state.get("sub_queries") or [])))
-        else:
-            extractive = extractive_answer(question, state.get("sub_queries") or [], language, relevant, analyzer,
-                                           policy, cross_lingual_relevance(question, language, relevant, policy, ctx,
-                                                                           errors),
-                                           part_leads(state.get("hits") or {}, relevant))
+        asked, parts_asked, read_language = reading or (question, sub_queries, language)
+        extractive = extractive_answer(asked, parts_asked, read_language, relevant, analyzer, policy,
+                                       None if reading else cross_lingual_relevance(question, language, relevant,
+                                                                                    policy, ctx, errors),
+                                       part_leads(state.get("hits") or {}, relevant), reply_language=language,
+                                       part_names=dict(zip(parts_asked, sub_queries)))
         found = extractive.found
         coverage = answer_coverage(coverage, extractive, relevant, cfg)
         unattested = [] if found else unattested_subject(question, language, state.get("sub_queries") or [],
