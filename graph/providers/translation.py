@@ -52,11 +52,11 @@ class BergamotTranslator:
     def translate(self, text: str, source: str, target: str) -> str:
         direction = _DIRECTIONS.get((source, target))
         if direction is None:
-            raise ProviderError(f"local/bergamot-tiny translates {', '.join('→'.join(p) for p in _DIRECTIONS)}, "
+            raise ProviderError(f"{self.name} translates {', '.join('→'.join(p) for p in _DIRECTIONS)}, "
                                 f"not {source}→{target}")
         out = self._engine.translate(text, direction)
         if not isinstance(out, str) or not out.strip():
-            raise ProviderError(f"local/bergamot-tiny returned no text for {text[:60]!r}")
+            raise ProviderError(f"{self.name} returned no text for {text[:60]!r}")
         return out.strip()
 
 
