@@ -55,6 +55,7 @@ if str(ROOT) not in sys.path:  # `python bench/latency.py` from a checkout witho
 
 from graph.algorithms.text import get_analyzer  # noqa: E402
 from graph.assets import DEFAULT_POLICY_PATH
+from graph.entrypoints.process import tune_garbage_collector  # noqa: E402
 from graph.policy import load_policy  # noqa: E402
 from graph.providers.vectorstore import (
     APPROVED_STATUSES,
@@ -1329,6 +1330,7 @@ def write_results(block: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_garbage_collector()  # as ragate's own entry points do (graph/entrypoints/process.py)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=100_000, help="synthetic chunks in the collection (default 100000)")
     ap.add_argument("--dims", type=int, default=512, help="dense dimensions (512 = the default embedder's)")

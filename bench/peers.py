@@ -74,6 +74,7 @@ if str(BENCH) not in sys.path:  # the sibling benches, when imported rather than
 from latency import code_fingerprint
 
 from graph import settings
+from graph.entrypoints.process import tune_garbage_collector
 from graph.evaluation.datasets import DatasetError, load_dataset
 from graph.evaluation.ingest import EVAL_TENANT
 from graph.evaluation.metrics import aggregate, percentiles
@@ -444,6 +445,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_garbage_collector()  # as ragate's own entry points do (graph/entrypoints/process.py)
     args = parse_args(argv)
     home = args.home or str(settings.path("RAGATE_HOME") / "eval")
     progress = not args.quiet

@@ -41,6 +41,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from graph.context import Context  # noqa: E402
+from graph.entrypoints.process import tune_garbage_collector  # noqa: E402
 from graph.evaluation.datasets import load_dataset  # noqa: E402
 from graph.graph import compile_graph  # noqa: E402
 from graph.indexing.ingest import ingest_path  # noqa: E402
@@ -96,6 +97,7 @@ def questions(data_dir: Path, n: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_garbage_collector()  # as ragate's own entry points do (graph/entrypoints/process.py)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "datasets"))
     ap.add_argument("--home", default="/tmp/ragate-speed")

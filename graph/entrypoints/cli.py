@@ -19,6 +19,7 @@ from graph import settings
 from graph.assets import LANGGRAPH_JSON, SAMPLES_DIR
 from graph.context import Context
 from graph.entrypoints.api import Ragate, open_memory_store
+from graph.entrypoints.process import tune_garbage_collector
 from graph.evaluation import answers, groundedness
 from graph.evaluation.datasets import DatasetError, load_dataset
 from graph.evaluation.report import markdown, write_outputs
@@ -585,6 +586,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    tune_garbage_collector()
     parser = build_parser()
     args = parser.parse_args(argv)
     numbers = {n: getattr(args, n) for n in NUMBER_FLAGS if getattr(args, n, None) is not None}

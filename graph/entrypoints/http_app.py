@@ -50,6 +50,7 @@ from graph.assets import WEB_DIR
 from graph.context import Context
 from graph.entrypoints.api import Ragate
 from graph.entrypoints.mcp_server import McpEndpoint
+from graph.entrypoints.process import tune_garbage_collector
 from graph.governance.audit import REQUESTS, namespace
 from graph.governance.feedback import FeedbackError, UnknownRequestError, parse_rating
 from graph.governance.tenancy import AccessError, Caller, KeyRing, caller_context, server_keyring
@@ -388,6 +389,7 @@ def _route(path: str, handler, methods: list[str]) -> Route:
 
 def build_app(server: Server | None = None) -> Starlette:
     """The Starlette app around `server` (a default one: keys and context from the environment)."""
+    tune_garbage_collector()  # the server's process
     server = server or Server()
 
     # Everything that may touch a file (the key file, the policy, the store, the graph) runs in a

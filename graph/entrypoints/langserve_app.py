@@ -81,6 +81,7 @@ from starlette.concurrency import run_in_threadpool
 
 from graph.context import Context
 from graph.entrypoints.api import open_memory_store
+from graph.entrypoints.process import tune_garbage_collector
 from graph.governance.tenancy import (
     AUTH_USER_KEY,
     CALLER_SETTABLE,
@@ -510,6 +511,7 @@ async def lifespan(_app: FastAPI):
     """Open everything before the first request. A setting the app cannot start with ends the process
     here with ONE line on stderr naming it (never a traceback) and exit status 3: raising would have
     Starlette hand uvicorn the whole traceback to print."""
+    tune_garbage_collector()
     try:
         await run_in_threadpool(start)
     except StartupError as exc:
