@@ -55,8 +55,10 @@ def term_weights(question_terms: set[int], chunk_terms: list[set[int]]) -> dict[
     return {t: math.log(1 + n / (1 + df[t])) for t in question_terms}
 
 
-def lexical_coverage(weights: dict[int, float], terms: set[int]) -> float:
-    total = sum(weights.values())
+def lexical_coverage(weights: dict[int, float], terms: set[int], total: float | None = None) -> float:
+    """The IDF-weighted share of the question's terms among `terms`; `total`: the weights' sum, when the
+    caller scores many chunks against the same weights."""
+    total = sum(weights.values()) if total is None else total
     return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
 
 
@@ -109,6 +111,7 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
     # Which question terms each chunk holds was answered by the engine's lexical index.
     c_terms = [set(c.get("matchedTerms") or ()) for c in chunks]
     idf = term_weights(question_terms, c_terms)
+    idf_total = sum(idf.values())
     # Words missing across languages are missing evidence, not evidence against, only where the question's
     # subject is attested: the chunks in its own language hold most of its words, or there are none to ask,
     # or its meaning is nearest to text in another language.
@@ -128,7 +131,7 @@ def base_scores(question_terms: set[int], chunks: list[Chunk], cfg: RerankSettin
         scale = model.dense_calibration
         span = max(1e-9, scale.ceiling - scale.floor)
         dense = min(1.0, max(0.0, (chunk.get("similarity", 0.0) - scale.floor) / span))
-        lexical = lexical_coverage(idf, terms)
+        lexical = lexical_coverage(idf, terms, idf_total)
         fused = chunk["scores"].get("fused", 0.0) / best_fused
         # Relative BM25 says which candidate matches best, not whether it matches at all: scaled by
         # the chunk's coverage of the question's terms, a best match on one stray word stays low.

@@ -12,6 +12,7 @@ from graph.algorithms.text import (
     detect_language,
     extract_fields,
     extract_values,
+    holds_words,
     split_sentences,
     strip_citations,
     value_pool,
@@ -96,6 +97,24 @@ def test_strip_citations_tidies_punctuation():
 
 
 # --- sentences --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text, phrase", [
+    ("which company, known for sam bankman-fried's trial", "sam bankman-fried"),
+    ("who is the ceo of openai?", "openai"),
+    ("a_b c", "c"), ("é o são paulo fc", "são paulo"), ("(apple)", "apple"), ("apple apples", "apples"),
+    ("apples apple", "apple"), ("x", "x"), ("", "x"), ("openai's", "openai"), ("abc", ""), ("x y", "x y "),
+])
+def test_holds_words_is_the_word_bounded_pattern(text, phrase):
+    expected = bool(phrase) and bool(re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", text))
+    assert holds_words(text, phrase) is expected
+
+
+def test_holds_words_needs_word_bounds():
+    assert holds_words("is it amazon's?", "amazon")
+    assert not holds_words("the amazonian forest", "amazon")
+    assert not holds_words("são_paulo", "paulo")  # "_" is a word character, as for re's \w
+    assert holds_words("amazonian forests, and amazon", "amazon")  # found after an occurrence that is not one
 
 
 def test_split_sentences_basic():

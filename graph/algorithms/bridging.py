@@ -12,12 +12,11 @@ documents mention, the question does not, and the best chunks mention most.
 from __future__ import annotations
 
 import math
-import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 from graph.algorithms.direct_answer import names_in
-from graph.algorithms.text import fold
+from graph.algorithms.text import fold, holds_words
 
 
 def bridge_name(question: str, chunks: Sequence[tuple[str, str]], is_stopword: Callable[[str], bool]) -> str | None:
@@ -32,7 +31,7 @@ def bridge_name(question: str, chunks: Sequence[tuple[str, str]], is_stopword: C
     for rank, (doc_id, text) in enumerate(chunks, start=1):
         for name in dict.fromkeys(name for name, _ in names_in(text, is_stopword)):
             key = fold(name)
-            if re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked):
+            if holds_words(asked, key):
                 continue
             documents[key].add(doc_id)
             weight[key] += 1 / math.sqrt(rank)

@@ -44,6 +44,23 @@ def count_phrases(text: str, phrases: Iterable[str]) -> dict[str, int]:
     return hits
 
 
+def holds_words(text: str, phrase: str) -> bool:
+    """Whether `phrase` occurs in `text` as it is written, neither starting nor ending inside a word (what
+    `(?<!\\w)phrase(?!\\w)` matches, without compiling a pattern for each phrase: the bridge asks this
+    of every name its chunks give)."""
+    start = text.find(phrase)
+    while start >= 0 and phrase:
+        end = start + len(phrase)
+        if not (start and _is_word_char(text[start - 1])) and not (end < len(text) and _is_word_char(text[end])):
+            return True
+        start = text.find(phrase, start + 1)
+    return False
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"  # re's \w for str patterns
+
+
 @functools.lru_cache(maxsize=256)
 def _any_phrase_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
     alternatives = [r"\s+".join(map(re.escape, fold(p).split())) for p in phrases if p.strip()]
