@@ -144,6 +144,9 @@ class RetrievalSettings:
     # A split question that asks for a name is searched again part by part with the name its best chunks give
     # (nodes/bridge.py): how many of them are read for it (0: never).
     bridge_from_chunks: int = field(default=3, metadata=rule(lambda v: v >= 0, "0 or more"))
+    # ... unless each part's own search already ranked a chunk naming it among its first `bridge_named_depth`
+    # (the parts found the name's evidence; 0: always searched again).
+    bridge_named_depth: int = field(default=1, metadata=rule(lambda v: v >= 0, "0 or more"))
 
 
 @dataclass(frozen=True)

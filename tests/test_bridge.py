@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from graph.algorithms.bridging import bridge_name
+from graph.algorithms.bridging import bridge_name, named_by_every_part
 from graph.context import Context
 from graph.graph import compile_graph
 from graph.indexing.ingest import ingest_path
@@ -132,3 +132,40 @@ def test_the_second_rerank_reads_from_the_engine_only_what_the_first_did_not(hom
     assert [c["id"] for c in again["reranked"]] == [c["id"] for c in state["reranked"]]
     assert len([pid for k, pids in asked if k == "features" for pid in pids]) > len(
         {pid for k, pids in asked if k == "features" for pid in pids})
+
+
+def test_named_by_every_part_reads_each_parts_best_chunks():
+    assert named_by_every_part("Apple", [["Apple will appeal."], ["Ask Apple's buyers.", "Nothing."]])
+    assert not named_by_every_part("Apple", [["Apple will appeal."], ["Microsoft listens."]])
+    assert not named_by_every_part("Apple", [["Pineapples."]])  # a name, not a word's letters
+    assert not named_by_every_part("Apple", [])
+
+
+NAMED_QUESTION = ("Which company, reported by TechCrunch to be planning to appeal an ITC decision on a patent dispute, "
+                  "is also known for listening to its buyers over the last decade, and is covered by The Verge?")
+
+
+def test_parts_whose_own_best_chunk_names_it_are_not_searched_again(home, write_policy):
+    state = run(home, NAMED_QUESTION)
+    parts = [p for p in state["sub_queries"] if p != NAMED_QUESTION]
+    assert len(parts) >= 2 and "bridge" in state["timings_ms"]
+    # Each part's own search ranked an Apple chunk first ("Apple will appeal …", "Apple has spent …", the
+    # Verge's Apple story).
+    assert state["bridge_name"] == "" and not any(r["kind"] == "bridge" for r in state["hits"].values())
+    always = run(home, NAMED_QUESTION,
+                 policy_path=str(write_policy(lambda raw: raw["retrieval"].update(bridge_named_depth=0))))
+    assert always["bridge_name"] == "Apple"
+    assert sorted(r["sub_query"] for r in always["hits"].values() if r["kind"] == "bridge") == sorted(
+        f"{p} Apple" for p in parts)
+
+
+def test_parts_best_chunks_unreadable_means_searched_again(home, monkeypatch):
+    import nodes.bridge as bridge_mod
+
+    def failing(*_a, **_k):
+        raise TimeoutError("the engine is slow")
+
+    monkeypatch.setattr(bridge_mod, "part_lead_texts", failing)
+    state = run(home, NAMED_QUESTION)
+    assert state["bridge_name"] == "Apple" and any(r["kind"] == "bridge" for r in state["hits"].values())
+    assert any("bridge: the parts' best chunks could not be read" in e for e in state["errors"])

@@ -40,3 +40,11 @@ def bridge_name(question: str, chunks: Sequence[tuple[str, str]], is_stopword: C
         return None
     best = max(weight, key=lambda k: (len(documents[k]), weight[k], k))
     return surface[best]
+
+
+def named_by_every_part(name: str, part_texts: Sequence[Sequence[str]]) -> bool:
+    """Whether each part's own best chunks (`part_texts`, one list per part) already name `name`: each part
+    found chunks about it, so searching it again with the name adds little (what bridge skips)."""
+    key = fold(name)
+    return bool(part_texts) and all(any(holds_words(fold(text), key) for text in texts) for texts in part_texts)
+
