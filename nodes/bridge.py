@@ -64,8 +64,9 @@ def bridge(state: State, runtime: Runtime[Context]) -> dict:
     try:
         texts = part_lead_texts(state, ctx, policy.retrieval.bridge_named_depth)
     except Exception as exc:  # not knowing, the parts are searched again
-        return {"bridge_name": name, "errors": [f"bridge: the parts' best chunks could not be read "
-                                                f"({failure_reason(exc)}); each part searched again"]}
+        reason = failure_reason(exc)
+        return {"bridge_name": name,
+                "errors": [f"bridge: the parts' best chunks could not be read ({reason}); each part searched again"]}
     return {"bridge_name": "" if named_by_every_part(name, texts) else name}
 
 

@@ -47,4 +47,3 @@ def named_by_every_part(name: str, part_texts: Sequence[Sequence[str]]) -> bool:
     found chunks about it, so searching it again with the name adds little (what bridge skips)."""
     key = fold(name)
     return bool(part_texts) and all(any(holds_words(fold(text), key) for text in texts) for texts in part_texts)
-
