@@ -115,6 +115,9 @@ def test_holds_words_needs_word_bounds():
     assert not holds_words("the amazonian forest", "amazon")
     assert not holds_words("são_paulo", "paulo")  # "_" is a word character, as for re's \w
     assert holds_words("amazonian forests, and amazon", "amazon")  # found after an occurrence that is not one
+    # Only the start bounded: a focus word's phrase ("region" of "regions", "regional").
+    assert holds_words("the regional sales", "region", ends_word=False)
+    assert not holds_words("subregional sales", "region", ends_word=False)
 
 
 def test_split_sentences_basic():

@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from graph.algorithms.question_form import QuestionForm
-from graph.algorithms.text import YEAR, Analyzer, find_dates, fold, has_any_phrase, ring_mates, value_spans
+from graph.algorithms.text import YEAR, Analyzer, find_dates, fold, has_any_phrase, holds_words, ring_mates, value_spans
 
 MAX_WORDS = 12
 _WORDS = re.compile(r"\w+", re.UNICODE)
@@ -83,6 +83,19 @@ def states_answer(sentence: str, found: DirectAnswer) -> bool:
     return sentence in found.sentences or has_any_phrase(sentence, found.text.split(";"))
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _word_prefix(word: str, size: int) -> str | None:
+    """A word's first `size` letters, folded, when it is longer than that and not a number."""
+    w = fold(word)
+    return w[:size] if len(w) >= size + 1 and not w.isdigit() else None
+
+
+@functools.lru_cache(maxsize=8192)
+def _text_prefixes(text: str, size: int) -> frozenset[str]:
+    """The `_word_prefix` of each word of `text` (the same sentences are read for every question word list)."""
+    return frozenset(p for p in (_word_prefix(w, size) for w in _WORDS.findall(text)) if p)
+
+
 class QuestionWords:
     """The question's content words, and which of them a text holds: the same stem, or the same first
     five letters for longer words (truncation: "cresceram" holds "crescimento", which the Snowball
@@ -96,18 +109,23 @@ class QuestionWords:
         self.words = [(w, ids.union(*(analyzer.terms(m, language) for m in ring_mates(w, synonyms))))
                       for w, ids in analyzer.content_words(question, language)]
         self._prefixes = [self._prefix(w) for w, _ in self.words]
+        # The composer and the judge ask about the same sentences many times over (~200 asks a question).
+        self._held: dict[str, frozenset[int]] = {}
 
     @classmethod
     def _prefix(cls, word: str) -> str | None:
-        w = fold(word)
-        return w[:cls.PREFIX] if len(w) >= cls.PREFIX + 1 and not w.isdigit() else None
+        return _word_prefix(word, cls.PREFIX)
 
     def held(self, text: str) -> frozenset[int]:
         """Indexes (into `words`) of the question words `text` holds."""
-        terms = self.analyzer.terms(text, self.language)
-        prefixes = {p for p in map(self._prefix, _WORDS.findall(text)) if p}
-        return frozenset(i for i, (_, ids) in enumerate(self.words)
-                         if ids & terms or (self._prefixes[i] and self._prefixes[i] in prefixes))
+        found = self._held.get(text)
+        if found is None:
+            terms = self.analyzer.terms(text, self.language)
+            prefixes = _text_prefixes(text, self.PREFIX)
+            found = self._held[text] = frozenset(
+                i for i, (_, ids) in enumerate(self.words)
+                if ids & terms or (self._prefixes[i] and self._prefixes[i] in prefixes))
+        return found
 
     def __len__(self) -> int:
         return len(self.words)
@@ -630,20 +648,19 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
         # The clause that holds the focus word names what is asked ("The Northeast was the fastest-growing
         # region, up 19.3%, driven by the Fortaleza and Salvador stores"): its names count twice.
         clause = next((fold(piece) for piece in _CLAUSE_SPLIT.split(c.text)
-                       if focus and re.search(rf"(?<!\w){re.escape(focus)}", fold(piece))), "")
+                       if focus and holds_words(fold(piece), focus, ends_word=False)), "")
         if clause and about_focus is None:
             about_focus = c
         folded = fold(c.text) if focus else ""
         for name, opening in dict.fromkeys(found):
             key = fold(name)
-            if (opening and key not in mid_sentence) or re.search(rf"(?<!\w){re.escape(key)}(?!\w)", asked) \
-                    or named_by_question(name):
+            if (opening and key not in mid_sentence) or holds_words(asked, key) or named_by_question(name):
                 continue
-            about = 2.0 if clause and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", clause) else 1.0
+            about = 2.0 if clause and holds_words(clause, key) else 1.0
             # A name right after the focus word's phrase is that phrase's name: "a diretora de expansão,
             # Carla Menezes, …", "OpenAI's CEO Sam Altman".
-            if focus and re.search(rf"(?<!\w){re.escape(focus)}\w*(?:\s+\w+){{0,3}},?\s+{re.escape(key)}(?!\w)",
-                                   folded):
+            if focus and focus in folded and re.search(
+                    rf"(?<!\w){re.escape(focus)}\w*(?:\s+\w+){{0,3}},?\s+{re.escape(key)}(?!\w)", folded):
                 about = 2.5
             weight[key] += c.score * about
             where.setdefault(key, c)
@@ -657,7 +674,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     lent = dict(weight)
     for key, own in weight.items():
         for other in weight:
-            if other != key and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", other):
+            if other != key and holds_words(other, key):
                 lent[other] += own * 0.5
     ranked = sorted(lent, key=lambda k: (lent[k], len(k)), reverse=True)
     best = ranked[0]

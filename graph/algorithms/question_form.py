@@ -103,7 +103,12 @@ def question_form(question: str, language: str, cues: Mapping[str, QuestionCues]
     lexicon = _cues_for(language, cues)
     if lexicon is None:
         return QuestionForm("open")
-    text = fold(question).strip()
+    return _form(fold(question).strip(), lexicon)
+
+
+# The composer and the judge each ask the form of the question (and of its parts) several times.
+@functools.lru_cache(maxsize=1024)
+def _form(text: str, lexicon: QuestionCues) -> QuestionForm:
     patterns = _cue_patterns(lexicon)
     compares = has_any_phrase(text, lexicon.compare)
     wants_share = has_any_phrase(text, lexicon.share_words)

@@ -44,14 +44,15 @@ def count_phrases(text: str, phrases: Iterable[str]) -> dict[str, int]:
     return hits
 
 
-def holds_words(text: str, phrase: str) -> bool:
-    """Whether `phrase` occurs in `text` as it is written, neither starting nor ending inside a word (what
-    `(?<!\\w)phrase(?!\\w)` matches, without compiling a pattern for each phrase: the bridge asks this
-    of every name its chunks give)."""
+def holds_words(text: str, phrase: str, *, ends_word: bool = True) -> bool:
+    """Whether `phrase` occurs in `text` as it is written, neither starting nor (`ends_word`) ending inside a
+    word (what `(?<!\\w)phrase(?!\\w)` matches, without compiling a pattern for each phrase: the bridge
+    and the name finder ask this of every name their sentences give)."""
     start = text.find(phrase)
     while start >= 0 and phrase:
         end = start + len(phrase)
-        if not (start and _is_word_char(text[start - 1])) and not (end < len(text) and _is_word_char(text[end])):
+        if not (start and _is_word_char(text[start - 1])) and not (
+                ends_word and end < len(text) and _is_word_char(text[end])):
             return True
         start = text.find(phrase, start + 1)
     return False
@@ -199,7 +200,13 @@ def ring_mates(text: str, synonyms: Sequence[Sequence[str]]) -> list[str]:
     if not synonyms:
         return []
     held = {fold(w) for w in words(text)}
-    return [w for ring in synonyms if held & {fold(x) for x in ring} for w in ring]
+    return [w for ring, folded in zip(synonyms, _folded_rings(tuple(map(tuple, synonyms)))) if held & folded
+            for w in ring]
+
+
+@functools.lru_cache(maxsize=32)
+def _folded_rings(synonyms: tuple[tuple[str, ...], ...]) -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(fold(x) for x in ring) for ring in synonyms)
 
 
 def with_synonyms(text: str, synonyms: Sequence[Sequence[str]]) -> str:
