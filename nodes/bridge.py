@@ -21,7 +21,7 @@ from graph.algorithms.text import get_analyzer
 from graph.context import Context
 from graph.providers.resources import bounded_index
 from graph.providers.specs import failure_reason
-from graph.runtime.request_reads import request_reads
+from graph.runtime.request_reads import read_payloads, request_reads
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -83,13 +83,6 @@ def part_lead_texts(state: State, ctx: Context, depth: int) -> list[list[str]]:
         lists = [result.get("dense") or [], result.get("lexical") or []]
         collection_of = {c["pointId"]: c.get("collection", "") for ranked in lists for c in ranked}
         leads.append([(collection_of.get(pid, ""), pid) for pid, _ in fused_ids(lists)[:depth]])
-    read = request_reads(state.get("request_id"), "payloads")
-    missing: dict[str, list[str]] = {}
-    for collection, pid in (lead for part in leads for lead in part):
-        if (collection, pid) not in read:
-            missing.setdefault(collection, []).append(pid)
-    index = bounded_index(ctx)
-    for collection, point_ids in missing.items():
-        found = index.fetch(collection, ctx.tenant, point_ids)
-        read.update(((collection, pid), payload) for pid, payload in found.items())
-    return [[str((read.get(lead) or {}).get("text") or "") for lead in part] for part in leads]
+    payloads = read_payloads(bounded_index(ctx), ctx.tenant, [lead for part in leads for lead in part],
+                             request_reads(state.get("request_id"), "payloads"))
+    return [[str((payloads.get(pid) or {}).get("text") or "") for _, pid in part] for part in leads]

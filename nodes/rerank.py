@@ -41,7 +41,7 @@ from graph.providers.resources import bounded_index
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import VectorIndex, payload_passes_gates
 from graph.runtime.query_vectors import collection_manifest, vectors_by_collection
-from graph.runtime.request_reads import request_reads
+from graph.runtime.request_reads import read_payloads, request_reads
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -343,21 +343,9 @@ def fetch_texts(chunks: list[Chunk], tenant: str, index: VectorIndex, problems: 
     not approved) or cannot have stored (no text, no document id) is dropped too, and counted in
     `problems`: the gates are checked here once more, whatever index answered. `known`: payloads this
     request read before, by (collection, point id): not read again, and the new ones are added."""
-    known = {} if known is None else known
-    by_collection: dict[str, list[str]] = {}
-    payloads: dict[str, dict] = {}
-    for c in chunks:
-        if "content" in c:  # a chunk fetched already (for a provider reranker) is not read twice
-            continue
-        if (c["collection"], c["pointId"]) in known:
-            payloads[c["pointId"]] = known[(c["collection"], c["pointId"])]
-        else:
-            by_collection.setdefault(c["collection"], []).append(c["pointId"])
-    for collection, point_ids in by_collection.items():
-        found = index.fetch(collection, tenant, point_ids)
-        payloads.update(found)
-        if isinstance(found, dict):
-            known.update(((collection, pid), p) for pid, p in found.items())
+    # A chunk fetched already (for a provider reranker) is not read twice.
+    payloads = read_payloads(index, tenant, [(c["collection"], c["pointId"]) for c in chunks if "content" not in c],
+                             {} if known is None else known)
     out, refused = [], 0
     for c in chunks:
         p = payloads.get(c["pointId"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any
 
 KEPT_REQUESTS = 32
@@ -34,3 +35,22 @@ def request_reads(request_id: str | None, kind: str) -> dict[Any, Any]:
         else:
             _reads.move_to_end(request_id)
         return kinds.setdefault(kind, {})
+
+
+def read_payloads(index: Any, tenant: str, keys: Iterable[tuple[str, str]], known: dict) -> dict[str, Any]:
+    """The payloads of `keys` ((collection, point id)), by point id: those in `known` (this request's reads, from
+    `request_reads`) as they are, the rest from the engine (one gated `fetch` per collection), added to `known`.
+    What the engine returns is handed on as it is: the caller checks it."""
+    payloads: dict[str, Any] = {}
+    missing: dict[str, list[str]] = {}
+    for collection, point_id in keys:
+        if (collection, point_id) in known:
+            payloads[point_id] = known[(collection, point_id)]
+        else:
+            missing.setdefault(collection, []).append(point_id)
+    for collection, point_ids in missing.items():
+        found = index.fetch(collection, tenant, point_ids)
+        payloads.update(found)
+        if isinstance(found, dict):
+            known.update(((collection, point_id), payload) for point_id, payload in found.items())
+    return payloads
