@@ -1106,6 +1106,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     language = state.get("language") or rag.get("language") or "en"
     chunks = state.get("reranked") or []
     question = state.get("question", "")
+    sub_queries = state.get("sub_queries") or []
 
     try:
         policy = run_policy(rag, ctx)
@@ -1138,8 +1139,8 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     if unheld and set(unheld) >= set(state.get("sources_named") or []):
         coverage = "none"
         lines.append(phrase(language, "unheld_sources", sources=", ".join(unheld)))
-    elif coverage == "none" and not unheld and converging_name(question, state.get("sub_queries") or [], language,
-                                                               chunks, analyzer, policy):
+    elif coverage == "none" and not unheld and converging_name(question, sub_queries, language, chunks, analyzer,
+                                                               policy):
         # (Not when the question names a source the caller holds nothing from: what it asks may be there only.)
         coverage, relevant = "low", chunks
     if coverage != "none":
@@ -1158,7 +1159,6 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
                 written = None if problem else written
             if problem:
                 errors.append(f"compose: {problem}; extractive answer")
-        sub_queries = state.get("sub_queries") or []
         # When the best evidence is in another language, the question put into it is read there by its words;
         # otherwise it is read as asked, evidence in another language by meaning.
         reading = read_in_evidence_language(question, sub_queries, language, relevant, ctx,
@@ -1171,7 +1171,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
                                        part_names=dict(zip(parts_asked, sub_queries)))
         found = extractive.found
         coverage = answer_coverage(coverage, extractive, relevant, cfg)
-        unattested = [] if found else unattested_subject(question, language, state.get("sub_queries") or [],
+        unattested = [] if found else unattested_subject(question, language, sub_queries,
                                                          relevant, analyzer, policy, state.get("sources_named") or [])
         if unattested:
             # "Qual é o salário médio …?" over documents that never speak of salaries, "… no Dia das Mães de
