@@ -475,6 +475,10 @@ class QuestionCues:
     share_words: tuple[str, ...] = ()     # anywhere: the value asked is a percentage ("what share")
     count_cues: tuple[str, ...] = ()      # how-much cues that ask for a count ("how many"): no percentage, no amount
     amount_words: tuple[str, ...] = ()    # quantity words whose value is an amount ("revenue"), not a percentage
+    # Words of change ("grow", "cresceram", "fell"): a how-much question holding one asks for the size of that
+    # change wherever the language puts the verb ("Quanto as vendas de inverno cresceram?" asks about the
+    # growth, as "Quanto cresceram as vendas de inverno?" does, not about any sales figure).
+    change_words: tuple[str, ...] = ()
     # Where the word that says which kind of a measure is asked stands: after it in Portuguese ("taxa de
     # devolução", "receita bruta"), before it in English ("return rate", "gross revenue").
     qualifier_side: str = field(default="after", metadata=rule(lambda v: v in ("before", "after"), "before or after"))

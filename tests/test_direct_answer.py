@@ -209,6 +209,22 @@ def test_growth_matches_crescimento_by_its_first_letters(policy):
     assert found is not None and "7,9%" in found.text and found.doc_ids == ("bi",)
 
 
+def test_a_how_much_question_asks_about_its_word_of_change_wherever_the_verb_stands(policy):
+    # "Quanto as vendas … cresceram" asks about the growth as "Quanto cresceram as vendas" does: the sentence
+    # that says the season grew, not the one that names sales of one region's knitwear.
+    sentences = [
+        ("bi", "No Nordeste, as vendas de malhas leves cresceram 22%, confirmando a tese da cápsula."),
+        ("bi", "A temporada de inverno 2025 gerou receita de R$ 118 milhões, crescimento de 7,9% sobre 2024."),
+    ]
+    for question in ("Quanto as vendas de inverno cresceram em 2025?", "Quanto cresceram as vendas de inverno em 2025?"):
+        form = question_form(question, "pt", policy.languages.question_cues)
+        assert form.change == "cresceram", question
+        found = _answer(policy, question, "pt", sentences)
+        assert found is not None and "7,9%" in found.text, question
+    assert question_form("How much did winter sales grow in 2025?", "en", policy.languages.question_cues).change == "grow"
+    assert question_form("How much was the media budget?", "en", policy.languages.question_cues).change == ""
+
+
 def test_a_name_the_question_says_in_other_words_is_no_answer(policy):
     # "Engenharia de Computação" is the question's "engenheiro de computação"; "TI" its "Tecnologia da Informação".
     found = _answer(policy, "Quem é considerado engenheiro de computação no Brasil?", "pt", [
@@ -285,8 +301,10 @@ def test_yes_when_every_part_is_held_no_when_one_is_negated(policy):
 # --- the composer's answer ---------------------------------------------------------------------
 
 
-def test_answer_opens_with_the_direct_answer_and_leaves_out_other_periods(ask):
-    state = ask("Quanto cresceram as vendas de inverno em 2025?")
+@pytest.mark.parametrize("question", ["Quanto cresceram as vendas de inverno em 2025?",
+                                      "Quanto as vendas de inverno cresceram em 2025?"])
+def test_answer_opens_with_the_direct_answer_and_leaves_out_other_periods(ask, question):
+    state = ask(question)
     first = state["answer"].splitlines()[0]
     assert "7,9%" in state["direct_answer"] and "7,9%" in first
     assert "acme-bi-2025-inverno-sales" in first

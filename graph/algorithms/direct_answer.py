@@ -793,8 +793,11 @@ def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: Que
 
 
 def _focus_noun(form: QuestionForm, question: QuestionWords) -> str | None:
-    """The first content word after the cue: what the question asks about ("region", "ROAS", "cresceram")."""
+    """What the question asks about: a how-much question's word of change wherever it stands ("Quanto as
+    vendas cresceram": "cresceram"), else the first content word after the cue ("region", "ROAS")."""
     content = {fold(w) for w, _ in question.words}
+    if form.change and form.change in content:
+        return form.change
     return next((w for w in form.focus if w in content), None)
 
 

@@ -58,6 +58,8 @@ class QuestionForm:
     # The name is a person's: the question is about a kind of person ("who is the individual", "which pop
     # star": `QuestionCues.person_nouns`).
     wants_person: bool = False
+    # A how-much question's word of change (`QuestionCues.change_words`: "cresceram", "grow"), folded; "" otherwise.
+    change: str = ""
 
     @property
     def wants_short_answer(self) -> bool:
@@ -142,6 +144,8 @@ def _form(text: str, lexicon: QuestionCues) -> QuestionForm:
             wants_person = wants_name and about_person
             wants_count = kind == "how_much" and fold(cue) in {fold(c) for c in lexicon.count_cues}
             wants_amount = bool(measure) and not wants_share and fold(measure) in {fold(w) for w in lexicon.amount_words}
+            change = next((w for w in _WORD.findall(text[m.end():]) if has_any_phrase(w, lexicon.change_words)),
+                          "") if kind == "how_much" else ""
             return QuestionForm(kind, cue, compares, after, wants_share, wants_name, measure, wants_count,
-                                wants_amount, lexicon.qualifier_side, wants_person)
+                                wants_amount, lexicon.qualifier_side, wants_person, change)
     return QuestionForm("open", "", compares, (), wants_share)
