@@ -121,6 +121,9 @@ def test_minimum_length(policy):
     "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?",
     "What was the revenue in Q1 2026 and how did the app grow compared to 2025?",
     "Qual foi o ROAS da campanha no TikTok? E como otimizar o CPC das campanhas?",
+    # The same question word twice, the second opening a clause after a connective: two questions.
+    "Qual é o orçamento de mídia do playbook de inverno 2026 e qual é a taxa de devolução online da Acme?",
+    "What is the media budget of the 2026 winter playbook and what is Acme's online return rate?",
 ])
 def test_complex_questions_are_decomposed(policy, q):
     assert should_decompose(q, policy)[0] is True
@@ -130,6 +133,8 @@ def test_complex_questions_are_decomposed(policy, q):
     "Qual é o prazo médio de entrega do e-commerce no Nordeste?",
     "Which region grew fastest in the first half of 2025?",
     "Quanto a categoria casacos e jaquetas vendeu no inverno de 2025?",
+    # A question word repeated, but not after a connective: a relative pronoun, one question.
+    "Which store, which opened in 2025, sold the most jackets?",
 ])
 def test_simple_questions_are_not_decomposed(policy, q):
     assert should_decompose(q, policy)[0] is False

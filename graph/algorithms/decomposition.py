@@ -9,10 +9,11 @@ original question back. `validate_sub_queries` checks a chat model's split by th
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
-from graph.algorithms.text import count_phrases, detect_language, fold, words
+from graph.algorithms.text import count_phrases, detect_language, fold, opens_with_phrase, words
 from graph.policy import Policy
 
 
@@ -45,13 +46,32 @@ def complexity(question: str, policy: Policy) -> tuple[bool, float, list[str]]:
         score += min(2, sum(complexity_words.values())) * weights.complexity
         reasons.append(f"complexity words: {', '.join(sorted(complexity_words))}")
     question_words = count_phrases(question, policy.decomposition.words("question_words"))
-    if len(question_words) >= 2:
+    if len(question_words) >= 2 or (sum(question_words.values()) >= 2 and asks_again(question, policy)):
         score += weights.question_words
         reasons.append(f"question words: {', '.join(sorted(question_words))}")
     long_enough = len(question) >= cfg.min_length
     if not long_enough:
         reasons.append(f"shorter than {cfg.min_length} characters")
     return long_enough and score >= cfg.threshold, round(score, 3), reasons
+
+
+def asks_again(question: str, policy: Policy) -> bool:
+    """Whether a clause after a connective opens with a question word: "Qual é o orçamento … e qual é a taxa
+    …?", "What … and what …?" ask two things even when their question words are the same one."""
+    pattern = _asked_again_pattern(tuple(policy.decomposition.words("connectives")),
+                                   tuple(policy.decomposition.words("question_words")))
+    return pattern is not None and pattern.search(fold(question)) is not None
+
+
+@functools.lru_cache(maxsize=16)
+def _asked_again_pattern(connectives: tuple[str, ...], asking: tuple[str, ...]) -> re.Pattern[str] | None:
+    def alternation(phrases: tuple[str, ...]) -> str:
+        return "|".join(r"\s+".join(map(re.escape, fold(p).split()))
+                        for p in sorted(phrases, key=len, reverse=True) if p.strip())
+
+    if not alternation(connectives) or not alternation(asking):
+        return None
+    return re.compile(rf"(?<!\w)(?:{alternation(connectives)})\s+(?:{alternation(asking)})(?!\w)", re.UNICODE)
 
 
 def _connective_pattern(policy: Policy) -> re.Pattern[str]:
@@ -117,7 +137,7 @@ def split_question(question: str, policy: Policy, language: str, keep_whole: lis
         tokens = clause.split()
         # A clause that opens with a question word asks something of its own, however short: "what changed
         # afterwards" of "How much was Acme fined, and what changed afterwards?".
-        asks = len(tokens) >= 2 and _opens_with(tokens, asking)
+        asks = len(tokens) >= 2 and opens_with_phrase(clause, asking)
         short_item = len(tokens) <= 2 and len(first) > len(tokens)
         if short_item and (any(ch.isdigit() for ch in clause)
                            or (requested and _names(tokens) and _names(first[len(first) - len(tokens):]))):
@@ -139,12 +159,6 @@ def split_question(question: str, policy: Policy, language: str, keep_whole: lis
 def _names(tokens: list[str]) -> bool:
     """Whether one of `tokens` is capitalised: a name ("TikTok", "Google")."""
     return any(t[:1].isupper() for t in tokens)
-
-
-def _opens_with(tokens: list[str], phrases: list[str]) -> bool:
-    """Whether the words `tokens` start with one of `phrases` (case and accents aside)."""
-    folded = [fold(t).strip(",;:") for t in tokens]
-    return any((ws := fold(p).split()) and folded[: len(ws)] == ws for p in phrases)
 
 
 def _clean(parts: list[str], question: str, max_n: int) -> list[str]:

@@ -44,6 +44,13 @@ def count_phrases(text: str, phrases: Iterable[str]) -> dict[str, int]:
     return hits
 
 
+def opens_with_phrase(text: str, phrases: Iterable[str]) -> bool:
+    """Whether `text`'s first words are one of `phrases` (case, accents and clause punctuation aside): a
+    clause that opens with a question word asks something of its own."""
+    folded = [fold(t).strip(",;:") for t in text.split()]
+    return any((ws := fold(p).split()) and folded[: len(ws)] == ws for p in phrases)
+
+
 def holds_words(text: str, phrase: str, *, ends_word: bool = True) -> bool:
     """Whether `phrase` occurs in `text` as it is written, neither starting nor (`ends_word`) ending inside a
     word (what `(?<!\\w)phrase(?!\\w)` matches, without compiling a pattern for each phrase: the bridge
