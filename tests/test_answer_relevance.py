@@ -15,6 +15,7 @@ from graph.algorithms.judging import deterministic_verdict, judge_answer
 from graph.entrypoints.cli import main as cli_main
 from graph.evaluation.groundedness import GroundednessInputError, load_items, run_groundedness
 from graph.policy import PolicyError, load_policy, validate_policy
+from graph.prompts import phrase
 from graph.providers.relevance import judge_scorer
 
 EN = [Source("d1", "Acme Robotics reported revenue of $3.2 billion in 2023, up 12%. Acme Robotics reported strong "
@@ -101,6 +102,31 @@ def test_a_two_part_question_answered_on_one_part_names_the_other(policy, langua
     assert one["scores"]["utility"] < both["scores"]["utility"]
     relevance = answer_relevance(case["two_parts"], case["relevant"], case["sources"], language, policy)
     assert [p.text for p in relevance.missing] == [case["other_part"]] and relevance.parts_covered == 0.5
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_second_question_passed_over_in_silence_is_a_warning(policy, language):
+    # Both parts open with a question word: the question asks two things, and an answer on one of them that
+    # does not say it found nothing on the other is at most WARNING; one that says so is judged as before.
+    case = CASES[language]
+    silent = judge(policy, language, case["relevant"], question=case["two_parts"])
+    assert silent["final_decision"] == "WARNING", silent["reasoning"]
+    assert (f"not addressed: «{case['other_part']}», passed over in silence"
+            in silent["reasoning"]["utility"]), silent["reasoning"]
+    missing = phrase(language, "missing_part", parts=f"«{case['other_part']}»")  # the composer's own words
+    said = judge(policy, language, f"{case['relevant']}\n\n{missing}", question=case["two_parts"])
+    assert f"not addressed: «{case['other_part']}»" in said["reasoning"]["utility"]
+    assert "passed over in silence" not in said["reasoning"]["utility"]
+    assert said["scores"]["utility"] > silent["scores"]["utility"]
+
+
+def test_clauses_of_one_question_are_not_second_questions(policy):
+    # "Which company, reported by …, and known for …": one thing asked, described by clauses; an answer that
+    # paraphrases a clause's words is left to the relevance, not held to each clause.
+    question = ("Which company reported revenue of $3.2 billion in 2023, opened a new office in Austin and has "
+                "employees in Germany?")
+    verdict = judge(policy, "en", CASES["en"]["relevant"], question=question)
+    assert "passed over in silence" not in verdict["reasoning"]["utility"], verdict["reasoning"]
 
 
 @pytest.mark.parametrize("language", LANGUAGES)

@@ -18,14 +18,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from graph.algorithms.answer_relevance import AnswerRelevance, answer_relevance
+from graph.algorithms.decomposition import asks_again
 from graph.algorithms.groundedness import GroundednessChecker, Lexicons, Source, groundedness_score
 from graph.algorithms.text import (
     citations_in,
     detect_language,
     extract_values,
+    fold,
     get_analyzer,
     has_any_phrase,
     json_reply,
+    opens_with_phrase,
     split_sentences,
     strip_citations,
 )
@@ -62,7 +65,8 @@ def judge_answer(answer: str, sources: Sequence[Source], *, language: str, cover
     relevance = answer_relevance(question, answer, sources, language, policy, scorer=scorer,
                                  direct_answer=direct_answer)
     quality, q_reason = quality_score(answer, coverage, language, policy, relevance)
-    utility, u_reason = utility_score(answer, coverage, cfg, relevance)
+    utility, u_reason = utility_score(answer, coverage, cfg, relevance, policy.decomposition.words("question_words"),
+                                      question.count("?") >= 2 or asks_again(question, policy))
     scores = {"quality": quality, "utility": utility, "groundedness": groundedness}
     return Verdict(
         scores=scores,
@@ -116,11 +120,14 @@ def quality_score(answer: str, coverage: str, language: str, policy: Policy,
 
 
 def utility_score(answer: str, coverage: str, cfg: JudgeSettings,
-                  relevance: AnswerRelevance | None = None) -> tuple[float, str]:
+                  relevance: AnswerRelevance | None = None, asking: Sequence[str] = (),
+                  asks_several: bool = False) -> tuple[float, str]:
     """How much the reader can act on: coverage, then concrete numbers, a trend or a recommended
     action and a readable structure raise it; an empty closing phrase lowers it, and so does each part
     of the question the answer leaves out (`judge.relevance.missing_part_utility`, pro rata), never
-    below the WARNING band."""
+    below the WARNING band; of a question that `asks_several` things (a question word again after a connective,
+    or several question marks), a part opening with one of the `asking` words that the answer passes over in
+    silence keeps it in the WARNING band."""
     body = strip_citations(answer)
     utility = UTILITY_BY_COVERAGE.get(coverage, 0.5)
     notes = [f"coverage {coverage}"]
@@ -141,6 +148,21 @@ def utility_score(answer: str, coverage: str, cfg: JudgeSettings,
         utility = _lowered(utility, cfg.relevance.missing_part_utility * (1 - relevance.parts_covered), cfg.thresholds)
         notes.append(f"covers {len(relevance.parts) - len(relevance.missing)} of {len(relevance.parts)} parts of the "
                      f"question; not addressed: {_quoted(p.text for p in relevance.missing)}")
+        # A question that asks several things (a question word again after a connective, or several question
+        # marks: "Qual é o orçamento … e qual é a taxa de devolução?"), one part of which, opening with a
+        # question word, the answer neither addresses nor says it found nothing on (the composer quotes such a
+        # part), passes that one over in silence: the reader takes the answer for whole. At most WARNING. The
+        # clauses cut from one long question ("Which company, defended in court …, also held …"; "Who is the
+        # individual …, who was described by …") describe one thing: a right answer often paraphrases their
+        # words (MultiHop-RAG's gold evidence, bench/make_relevance_set.py), and they are left to the relevance.
+        asked = [p for p in relevance.parts if opens_with_phrase(p.text, asking)]
+        silent = [p for p in relevance.missing if p in asked and fold(p.text.strip(" ?.")) not in fold(body)]
+        silent = silent if len(asked) >= 2 and asks_several else []
+        if silent and utility >= cfg.thresholds.block:
+            utility = min(utility, _warning(relevance.parts_covered, cfg.thresholds))
+            notes.append("passed over in silence (the answer does not say the documents do not cover it)"
+                         if len(silent) == len(relevance.missing) else
+                         f"passed over in silence: {_quoted(p.text for p in silent)}")
     return round(utility, 3), ", ".join(notes)
 
 
