@@ -290,17 +290,25 @@ def aspect_relevance(hits: dict[str, dict], question: str, candidates: list[Chun
     the performance search are not
     aspects (the base relevance covers them). Within an aspect, its dense and lexical lists are
     fused (RRF) and a chunk's place p there gives exp(−p / rank_decay): an aspect is answered by its
-    first few chunks, not by the fiftieth."""
+    first few chunks, not by the fiftieth. An aspect whose nearest chunk by meaning is in another language than
+    the question (the engine's OTHER_LANGUAGE_FLAG) is ordered by its dense list alone: its words can only
+    find text in its own language, which meaning already ranked below ("qual é a taxa de devolução online"
+    of a Portuguese question is the English returns report's, not a Portuguese legal note's that holds
+    "devolução" and "online")."""
     keys = [k for k in sorted(hits) if hits[k]["kind"] in ("scoped", "bridge") or
             (hits[k]["kind"] == "sub_query" and hits[k]["sub_query"] != question)]
     # By point id: the hits name chunks by it, and a chunk fetched early (for a provider reranker) has
     # already been renamed "<docId>#<chunk index>".
     row = {c["pointId"]: i for i, c in enumerate(candidates)}
+    other_language = {c["pointId"] for c in candidates if OTHER_LANGUAGE_FLAG in (c.get("flags") or ())}
     rel = np.zeros((len(candidates), len(keys)), dtype=np.float64)
     for j, key in enumerate(keys):
         result = hits[key]
+        dense = result.get("dense") or []
+        nearest = next((h["pointId"] for h in dense if h["pointId"] in row), None)
+        lists = [dense] if nearest in other_language else [dense, result.get("lexical") or []]
         # Only the order matters here: ids, not fused chunk copies (this runs per aspect, per question).
-        for place, (cid, _) in enumerate(fused_ids([result.get("dense") or [], result.get("lexical") or []])):
+        for place, (cid, _) in enumerate(fused_ids(lists)):
             if (i := row.get(cid)) is not None:
                 rel[i, j] = math.exp(-place / rank_decay)
     return rel

@@ -17,7 +17,8 @@ from graph.graph import compile_graph
 from graph.indexing.ingest import ingest_path
 from graph.policy import load_policy
 from graph.providers.vectorstore import point_id
-from nodes.rerank import diversify
+from graph.state import OTHER_LANGUAGE_FLAG
+from nodes.rerank import aspect_relevance, diversify
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +108,25 @@ def test_a_part_whose_first_chunk_only_partly_answers_it_keeps_a_claim_on_the_ne
                                                          coverage=coverage)]
     assert order(1.0) == ["c0", "c1", "c3", "c2"]  # xQuAD's own: A was answered by c0
     assert order(0.4) == ["c0", "c1", "c2", "c3"]
+
+
+def test_a_part_whose_nearest_chunk_is_in_another_language_is_ordered_by_meaning():
+    # "… e qual é a taxa de devolução online?" over a mixed collection: the part's dense list finds the English
+    # returns report first, its words a Portuguese note that holds "devolução" and "online". The words cannot
+    # reach across languages, so the part's own order is its dense list's; a part whose nearest chunk is in the
+    # question's language keeps both lists fused.
+    hit = lambda pid: {"id": pid, "pointId": pid}
+    hits = {"retrieve[1]": {"kind": "sub_query", "sub_query": "qual é a taxa de devolução online",
+                            "dense": [hit("en-returns"), hit("pt-legal")], "lexical": [hit("pt-legal"), hit("pt-ops")]},
+            "retrieve[2]": {"kind": "sub_query", "sub_query": "qual é o orçamento de mídia",
+                            "dense": [hit("pt-plan"), hit("pt-legal")], "lexical": [hit("pt-legal"), hit("pt-plan")]}}
+    chunks = [{"pointId": "pt-plan"}, {"pointId": "pt-legal"}, {"pointId": "pt-ops"},
+              {"pointId": "en-returns", "flags": [OTHER_LANGUAGE_FLAG]}]
+    rel = aspect_relevance(hits, "the whole question", chunks, rank_decay=2.0)
+    returns, legal, plan = 3, 1, 0
+    assert rel[returns, 0] == 1.0 and rel[legal, 0] < rel[returns, 0] and rel[2, 0] == 0.0  # dense alone
+    # The budget part's nearest chunk is Portuguese: both lists, fused (the plan and the note tie, one first).
+    assert sorted([rel[plan, 1], rel[legal, 1]]) == pytest.approx([np.exp(-0.5), 1.0]) and rel[returns, 1] == 0.0
 
 
 def test_diversify_off_or_single_aspect_keeps_relevance_order():
