@@ -13,7 +13,7 @@ import functools
 import re
 from typing import Any
 
-from graph.algorithms.text import count_phrases, detect_language, fold, opens_with_phrase, words
+from graph.algorithms.text import count_phrases, detect_language, fold, opens_with_phrase, phrase_alternation, words
 from graph.policy import Policy
 
 
@@ -65,13 +65,10 @@ def asks_again(question: str, policy: Policy) -> bool:
 
 @functools.lru_cache(maxsize=16)
 def _asked_again_pattern(connectives: tuple[str, ...], asking: tuple[str, ...]) -> re.Pattern[str] | None:
-    def alternation(phrases: tuple[str, ...]) -> str:
-        return "|".join(r"\s+".join(map(re.escape, fold(p).split()))
-                        for p in sorted(phrases, key=len, reverse=True) if p.strip())
-
-    if not alternation(connectives) or not alternation(asking):
+    joining, opening = phrase_alternation(connectives), phrase_alternation(asking)
+    if not joining or not opening:
         return None
-    return re.compile(rf"(?<!\w)(?:{alternation(connectives)})\s+(?:{alternation(asking)})(?!\w)", re.UNICODE)
+    return re.compile(rf"(?<!\w)(?:{joining})\s+(?:{opening})(?!\w)", re.UNICODE)
 
 
 def _connective_pattern(policy: Policy) -> re.Pattern[str]:

@@ -69,10 +69,16 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"  # re's \w for str patterns
 
 
+def phrase_alternation(phrases: Iterable[str]) -> str:
+    """A regular expression's alternatives for `phrases` as folded text holds them (any run of spaces between
+    their words); "" when there is none."""
+    return "|".join(r"\s+".join(map(re.escape, fold(p).split())) for p in phrases if p.strip())
+
+
 @functools.lru_cache(maxsize=256)
 def _any_phrase_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
-    alternatives = [r"\s+".join(map(re.escape, fold(p).split())) for p in phrases if p.strip()]
-    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.UNICODE) if alternatives else None
+    alternatives = phrase_alternation(phrases)
+    return re.compile(r"(?<!\w)(?:" + alternatives + r")(?!\w)", re.UNICODE) if alternatives else None
 
 
 def has_any_phrase(text: str, phrases: Iterable[str]) -> bool:
