@@ -156,7 +156,8 @@ def utility_score(answer: str, coverage: str, cfg: JudgeSettings,
         # individual …, who was described by …") describe one thing: a right answer often paraphrases their
         # words (MultiHop-RAG's gold evidence, bench/make_relevance_set.py), and they are left to the relevance.
         asked = [p for p in relevance.parts if opens_with_phrase(p.text, asking)]
-        silent = [p for p in relevance.missing if p in asked and fold(p.text.strip(" ?.")) not in fold(body)]
+        said = fold(body)
+        silent = [p for p in relevance.missing if p in asked and fold(p.text.strip(" ?.")) not in said]
         silent = silent if len(asked) >= 2 and asks_several else []
         if silent and utility >= cfg.thresholds.block:
             utility = min(utility, _warning(relevance.parts_covered, cfg.thresholds))
