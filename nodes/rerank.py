@@ -15,9 +15,9 @@ relevance model then rescores the best candidates (`relevance_rerank`: under `au
 cross-encoder for an English question over English collections where the policy or a profile asks for it;
 `cohere/<model>` when configured).
 For a split question, the first places are then chosen to cover its parts (`diversify`, xQuAD).
-The signals are computed inside the engine (`engine_features`: one request for all the branches'
+The signals come from the vector index (`engine_features`: one request for all the branches'
 candidates, not one per search), so scoring reads no text but for a long question's best candidates. So
-are the boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
+do the boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
 which multiply here; then `min_score` drops, the survivors' texts are fetched (gated again), and
 `max_chunks` / `max_context_chars` cut.
 Every chunk keeps its score breakdown.

@@ -24,11 +24,13 @@ import hashlib
 import json
 import shutil
 import threading
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any, Protocol
 
+import numpy as np
 from qdrant_edge import (
     Distance,
     EdgeConfig,
@@ -204,8 +206,9 @@ class VectorIndex(Protocol):
         """For each of `point_ids` that passes the gates: its cosine to `similarity_to`, which of
         `match_terms` (lexical term ids) its text holds, and which named `flags` conditions
         ({field: value or [values]} on indexed fields, e.g. the rerank boosts) it meets (flags are
-        scored through `similarity_to`: none without it). Computed inside the engine, once per question
-        over every list's candidates: no vectors, texts or payloads cross into Python."""
+        scored through `similarity_to`: none without it). Asked once per question over every list's
+        candidates: a server computes them itself; the embedded index from the points it keeps in memory
+        (`StoredPoints`), read from the engine once."""
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -239,6 +242,90 @@ def engine_ids(point_ids: list[Any]) -> list[int]:
             if (isinstance(i, int) and not isinstance(i, bool) and i >= 0) or (isinstance(i, str) and i.isascii() and i.isdigit())]
 
 
+@dataclass(frozen=True, slots=True)
+class StoredPoint:
+    """One point as the engine stores it, read once (`StoredPoints`)."""
+
+    payload: dict[str, Any]  # every field; callers get copies
+    terms: np.ndarray  # the term ids of its BM25 vector (int64)
+    vector: np.ndarray | None  # its dense vector as stored: unit length, the engine normalises for cosine
+
+
+class StoredPoints:
+    """The points reads have asked about, kept in memory, least recently used first out.
+
+    Rerank asks of the ~100 candidates of every question their similarity to it, which of its terms they
+    hold and which boost conditions they meet (`features`), and reads the texts of ~30 (`fetch`). Asked
+    of the engine, that is a query per question term over the candidates, and each answer crosses into
+    Python again; in a served collection the same chunks come back question after question. Kept here,
+    a point is read once, with its vectors and payload, and then answered from memory.
+
+    Only this process writes the data folder (graph/providers/data_folder.py), and every write goes
+    through the index, which forgets the collection's points first (`forget`): what is kept is what is
+    stored. The gates are checked on every answer, as the engine's filter does."""
+
+    # ~6 KB a point (a 650-token chunk's payload, a 384-dimension vector, ~150 term ids): ~60 MB at most.
+    CAPACITY = 10_000
+
+    def __init__(self, capacity: int = CAPACITY):
+        self.capacity = capacity
+        self._points: OrderedDict[tuple[str, int], StoredPoint] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, shard: EdgeShard, collection: str, ids: list[int]) -> dict[int, StoredPoint]:
+        """The stored points among `ids` (an id the collection does not hold is absent), those not kept
+        yet read from `shard` in one call."""
+        found: dict[int, StoredPoint] = {}
+        with self._lock:
+            for pid in ids:
+                point = self._points.get((collection, pid))
+                if point is not None:
+                    self._points.move_to_end((collection, pid))
+                    found[pid] = point
+        missing = [pid for pid in dict.fromkeys(ids) if pid not in found]
+        if not missing:
+            return found
+        read: dict[int, StoredPoint] = {}
+        for record in shard.retrieve(missing, with_payload=True, with_vector=[DENSE, SPARSE]):
+            vectors = record.vector if isinstance(record.vector, dict) else {}
+            sparse, dense = vectors.get(SPARSE), vectors.get(DENSE)
+            read[int(record.id)] = StoredPoint(
+                payload=dict(record.payload or {}),
+                terms=np.asarray(list(sparse.indices) if sparse is not None else [], dtype=np.int64),
+                vector=np.asarray(dense, dtype=np.float32) if dense is not None else None)
+        with self._lock:
+            for pid, point in read.items():
+                self._points[(collection, pid)] = point
+            while len(self._points) > self.capacity:
+                self._points.popitem(last=False)
+        return {**found, **read}
+
+    def forget(self, collection: str | None = None) -> None:
+        """Forget one collection's points (all, without one): it is being written."""
+        with self._lock:
+            if collection is None:
+                self._points.clear()
+            else:
+                for key in [k for k in self._points if k[0] == collection]:
+                    del self._points[key]
+
+
+def meets(payload: dict[str, Any], condition: dict[str, Any]) -> bool | None:
+    """Whether a stored payload meets a flag's condition as the engine's filter would (`_condition`): each
+    field equal to the value, or to one of a list's values; a stored list matches when one of its values
+    does. None for a condition only the engine evaluates (a date range)."""
+    for key, wanted in condition.items():
+        if isinstance(wanted, dict):
+            return None
+        options = list(wanted) if isinstance(wanted, (list, tuple, set)) else [wanted]
+        stored = payload.get(key)
+        values = stored if isinstance(stored, list) else [stored]
+        # A keyword never equals an integer, nor a bool a number: compare the types as the engine does.
+        if not any(type(v) is type(o) and v == o for v in values for o in options):
+            return False
+    return True
+
+
 class EdgeVectorIndex:
     """qdrant-edge shards, one per collection; one opener per folder per process (the engine
     locks its folder), so every graph entry in a process shares one instance via `open_index`.
@@ -250,6 +337,7 @@ class EdgeVectorIndex:
         self._shards: dict[str, EdgeShard] = {}
         self._manifests: dict[str, dict[str, Any]] = {}  # a collection's model and dimensions never change
         self.writes = 0  # documents written (or tried) through this object: caches of its reads key on it
+        self.stored = StoredPoints()  # the points rerank asked about (features, fetch), forgotten on a write
         self._lock = threading.RLock()
         self._held = False
 
@@ -382,25 +470,65 @@ class EdgeVectorIndex:
         return to_hits([(p.id, p.score) for p in dense_res]), to_hits([(p.id, p.score) for p in sparse_res])
 
     def features(self, collection, *, tenant, point_ids, similarity_to, match_terms, flags=None):
-        gate = governance_filter(tenant)  # raises before touching the engine
+        governance_filter(tenant)  # no tenant, no read
         shard = self._shard(collection)
-        ids = set(engine_ids(point_ids))
+        ids = engine_ids(point_ids)
         if shard is None or not ids or (similarity_to is None and not match_terms):
             return {}
-        # Just these points, still behind the gate: one request per question term (which chunks hold it),
-        # per flag (which meet its condition) and for the similarity to the question, exact over the few.
-        only_these = [*gate.must, HasIdCondition(ids)]
+        named = list((flags or {}).items()) if similarity_to is not None else []
+        # The points as stored (`StoredPoints`), behind the same gates as the engine's filter.
+        points = {pid: p for pid, p in self.stored.get(shard, collection, ids).items()
+                  if payload_passes_gates(p.payload, tenant)}
+        out = {str(pid): HitFeatures() for pid in points}
+        for name, condition in named:
+            for pid, point in points.items():
+                holds = meets(point.payload, condition)
+                if holds is None:  # a condition only the engine evaluates
+                    return self._engine_features(shard, tenant, ids, similarity_to, match_terms, flags)
+                if holds:
+                    out[str(pid)].flags.append(name)
+        if not points:
+            return {}
+        terms = list(match_terms or [])
+        if terms:
+            # Every candidate's term ids in one array, looked up at once (one lookup per candidate costs ~50 µs).
+            pids = list(points)
+            held_terms = np.concatenate([points[pid].terms for pid in pids])
+            ends = np.cumsum([points[pid].terms.size for pid in pids])
+            hits = np.flatnonzero(np.isin(held_terms, np.asarray(terms, dtype=np.int64)))
+            held: dict[int, set[int]] = {}
+            for owner, term in zip(np.searchsorted(ends, hits, side="right").tolist(), held_terms[hits].tolist()):
+                held.setdefault(owner, set()).add(term)
+            for owner, found in held.items():
+                # In `match_terms`' order, as the engine answers.
+                out[str(pids[owner])].matched_terms = [t for t in terms if t in found]
+        if similarity_to is not None:
+            query = np.asarray(similarity_to, dtype=np.float32)
+            query /= max(float(np.linalg.norm(query)), 1e-12)  # cosine, as the engine computes it
+            with_vector = [pid for pid, point in points.items() if point.vector is not None]
+            if with_vector:
+                cosines = np.stack([points[pid].vector for pid in with_vector]) @ query
+                for pid, cosine in zip(with_vector, cosines.tolist()):
+                    out[str(pid)].similarity = cosine
+        return out
+
+    def _engine_features(self, shard, tenant, ids, similarity_to, match_terms, flags):
+        """`features` asked of the engine: a query per question term (which candidates hold it), per flag
+        (which meet its condition) and one for the similarity, exact over the few."""
+        gate = governance_filter(tenant)
+        only_these = [*gate.must, HasIdCondition(set(ids))]
         exact = SearchParams(exact=True)
         terms = list(match_terms or [])
         named = list((flags or {}).items()) if similarity_to is not None else []
-        requests = [QueryRequest(query=Query.Nearest(SparseVector([t], [1.0]), using=SPARSE), limit=len(ids),
+        limit = len(set(ids))
+        requests = [QueryRequest(query=Query.Nearest(SparseVector([t], [1.0]), using=SPARSE), limit=limit,
                                  filter=Filter(must=only_these), with_payload=False) for t in terms]
         for _, condition in named:
-            requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
+            requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=limit,
                                          filter=Filter(must=[*only_these, *_conditions(condition)]),
                                          with_payload=False, params=exact))
         if similarity_to is not None:
-            requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=len(ids),
+            requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=limit,
                                          filter=Filter(must=only_these), with_payload=False, params=exact))
         return hit_features(list(shard.query_batch(QueryBatchRequest(requests))), terms, [name for name, _ in named],
                             similarity_to is not None)
@@ -411,17 +539,19 @@ class EdgeVectorIndex:
         shard = self._shard(collection)
         if shard is None or not point_ids:
             return {}
-        # Ids come from gated searches; the gates are checked again on each stored payload.
-        selected = list({*fields, *GATE_FIELDS}) if fields else True
         ids = engine_ids(point_ids)
         if not ids:
             return {}
-        records = shard.retrieve(ids, with_payload=selected, with_vector=False)
+        # Ids come from gated searches; the gates are checked again on each stored payload.
+        selected = {*fields, *GATE_FIELDS} if fields else None
         out = {}
-        for r in records:
-            payload = dict(r.payload or {})
-            if payload_passes_gates(payload, tenant):
-                out[str(r.id)] = payload
+        for pid, point in self.stored.get(shard, collection, ids).items():
+            if payload_passes_gates(point.payload, tenant):
+                payload = point.payload
+                copy = {k: v for k, v in payload.items() if k in selected} if selected else dict(payload)
+                if isinstance(copy.get("metadata"), dict):  # the kept point's own stays as stored
+                    copy["metadata"] = dict(copy["metadata"])
+                out[str(pid)] = copy
         return out
 
     def values(self, collection, tenant, field, limit=1000):
@@ -472,6 +602,8 @@ class EdgeVectorIndex:
                     shard.update(UpdateOperation.upsert_points(points))
             finally:
                 self.writes += 1
+                # After the write, so a read between the two cannot keep the old point.
+                self.stored.forget(collection)
 
     # --- re-embedding (operator: ragate reembed) ----------------------------------------------
     def stored_chunks(self, collection: str, page: int = 1000) -> Iterator[tuple[str, dict[str, Any], tuple[list[int], list[float]]]]:
@@ -501,6 +633,7 @@ class EdgeVectorIndex:
             if shard is not None:
                 shard.close()
             self._manifests.pop(collection, None)
+            self.stored.forget(collection)
             if (self.root / collection).exists():
                 shutil.rmtree(self.root / collection)
 
@@ -524,6 +657,8 @@ class EdgeVectorIndex:
             if aside.exists():
                 shutil.rmtree(aside)
             self.writes += 1
+            self.stored.forget(collection)
+            self.stored.forget(replacement)
 
     def flush(self) -> None:
         with self._lock:
@@ -539,6 +674,8 @@ class EdgeVectorIndex:
                     shard.close()
             finally:
                 self._shards.clear()
+                # The folder is let go: another process may write it before this one opens it again.
+                self.stored.forget()
                 if self._held:
                     self._held = False
                     data_folder.release(self.home)
