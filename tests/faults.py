@@ -158,6 +158,11 @@ class FaultyIndex:
             return spoiled
         return [None, 7, {"value": "x"}, *out]  # values
 
+    def answers_from_memory(self, *args: Any, **kwargs: Any) -> bool:
+        # The fault stands for the engine's read: a read it spoils is never answered from the points kept.
+        answers = getattr(self.inner, "answers_from_memory", None)
+        return self.op not in ("features", "fetch") and answers is not None and answers(*args, **kwargs)
+
     def search(self, *args: Any, **kwargs: Any) -> Any:
         return self._call("search", *args, **kwargs)
 

@@ -139,3 +139,27 @@ def test_the_least_recently_used_points_go_first():
     kept.get(Shard(), "c", [4])
     assert [pid for _, pid in kept._points] == [3, 1, 4]
     assert kept.get(Shard(), "c", [3])[3].vector is None and kept.get(Shard(), "c", [3])[3].terms.size == 0
+
+
+def test_reads_of_kept_points_run_in_the_callers_thread(index, monkeypatch):
+    from graph.providers import resources
+
+    asked = _ids("acme", docs=[0, 3])
+    assert not index.answers_from_memory("docs", asked)  # nothing read yet
+    bounded = resources.BoundedIndex(index, 5.0)
+    bounded.fetch("docs", "acme", asked)  # read through the pool, under the deadline
+    assert index.answers_from_memory("docs", asked) and index.answers_from_memory("docs", asked, FLAGS)
+    assert not index.answers_from_memory("docs", asked + _ids("acme", docs=[4]))
+    assert not index.answers_from_memory("docs", asked, {"recent": {"date": {"gte": "2026-01-01T00:00:00Z"}}})
+    assert not index.answers_from_memory("elsewhere", asked)
+
+    def no_pool():
+        raise AssertionError("a read of kept points went to the engine's pool")
+
+    monkeypatch.setattr(resources, "_engine_pool", no_pool)
+    assert len(bounded.fetch("docs", "acme", asked)) == len(asked)
+    found = bounded.features("docs", tenant="acme", point_ids=asked, similarity_to=[0.1] * DIMS, match_terms=[1, 2],
+                             flags=FLAGS)
+    assert set(found) == set(asked)
+    with pytest.raises(AssertionError, match="went to the engine's pool"):
+        bounded.fetch("docs", "acme", _ids("acme", docs=[4]))

@@ -300,6 +300,11 @@ class StoredPoints:
                 self._points.popitem(last=False)
         return {**found, **read}
 
+    def holds(self, collection: str, ids: list[int]) -> bool:
+        """Whether every one of `ids` is kept (a read of them needs no engine call)."""
+        with self._lock:
+            return all((collection, pid) in self._points for pid in ids)
+
     def forget(self, collection: str | None = None) -> None:
         """Forget one collection's points (all, without one): it is being written."""
         with self._lock:
@@ -511,6 +516,14 @@ class EdgeVectorIndex:
                 for pid, cosine in zip(with_vector, cosines.tolist()):
                     out[str(pid)].similarity = cosine
         return out
+
+    def answers_from_memory(self, collection: str, point_ids: list[str], flags: dict | None = None) -> bool:
+        """Whether `features` / `fetch` of these points can be answered without the engine: the collection is
+        open, every point is kept (`StoredPoints`) and no flag is a condition only the engine evaluates."""
+        if collection not in self._shards or any(
+                meets({}, condition) is None for condition in (flags or {}).values()):
+            return False
+        return self.stored.holds(collection, engine_ids(point_ids))
 
     def _engine_features(self, shard, tenant, ids, similarity_to, match_terms, flags):
         """`features` asked of the engine: a query per question term (which candidates hold it), per flag
