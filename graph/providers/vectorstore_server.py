@@ -39,6 +39,7 @@ from graph.providers.vectorstore import (
     INTEGER_INDEXES,
     KEYWORD_INDEXES,
     SPARSE,
+    SPARSE_FULL_SCAN_THRESHOLD,
     TENANT_FIELD,
     ChunkRecord,
     CollectionError,
@@ -140,7 +141,9 @@ class QdrantServerIndex:
                     self.client.create_collection(
                         collection,
                         vectors_config={DENSE: m.VectorParams(size=dimensions, distance=m.Distance.COSINE)},
-                        sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+                        sparse_vectors_config={SPARSE: m.SparseVectorParams(
+                            modifier=m.Modifier.IDF,
+                            index=m.SparseIndexParams(full_scan_threshold=SPARSE_FULL_SCAN_THRESHOLD))},
                         hnsw_config=m.HnswConfigDiff(m=0, payload_m=16, ef_construct=100, full_scan_threshold=20_000),
                         metadata={MANIFEST_KEY: manifest},
                     )
