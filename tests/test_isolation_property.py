@@ -302,6 +302,10 @@ def lab(tmp_path_factory):
     if shm.is_dir() and os.access(shm, os.W_OK):
         root = Path(tempfile.mkdtemp(prefix="ragate-isolation-", dir=shm))
         yield Lab(root)
+        # The engines opened under it are closed first: a later close_all() would flush shards whose files are gone.
+        from graph.providers.vectorstore import close_all
+
+        close_all()
         shutil.rmtree(root, ignore_errors=True)
     else:
         yield Lab(tmp_path_factory.mktemp("isolation"))
