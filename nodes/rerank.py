@@ -236,9 +236,10 @@ def engine_features(chunks: list[Chunk], ctx: Context, index: VectorIndex, polic
             matched, met = getattr(features, "matched_terms", None), getattr(features, "flags", None)
             if similarity is not None and not (is_number(similarity) and -1.0001 <= similarity <= 1.0001):
                 similarity, malformed = None, malformed + 1
-            if not isinstance(matched, list) or not all(t in question_terms for t in matched):
+            # Set tests, not a loop per term: this runs for every candidate of every question.
+            if not isinstance(matched, list) or not question_terms.issuperset(matched):
                 matched, malformed = [], malformed + 1
-            if not isinstance(met, list) or not all(name in flags for name in met):
+            if not isinstance(met, list) or (met and not flags.keys() >= set(met)):
                 met, malformed = [], malformed + 1
             chunk.update(similarity=float(similarity or 0.0), matchedTerms=matched, flags=met)
             known[(collection, chunk["pointId"])] = (chunk["similarity"], tuple(matched), tuple(met))

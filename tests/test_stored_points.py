@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from graph.providers.vectorstore import ChunkRecord, EdgeVectorIndex, StoredPoints, meets, point_id
+from graph.providers.vectorstore import ChunkRecord, EdgeVectorIndex, StoredPoints, payload_test, point_id
 
 DIMS = 8
 TENANTS = ("acme", "globex")
@@ -80,7 +80,7 @@ def test_terms_alone_and_a_date_range_the_engine_evaluates(index):
     assert all(v.similarity is None and not v.flags for v in alone.values())
     ranged = {"recent": {"date": {"gte": "2026-01-01T00:00:00Z"}}}
     query = [0.5] * DIMS
-    assert meets({"date": "2026-02-01"}, ranged["recent"]) is None
+    assert payload_test(ranged["recent"]) is None
     found = index.features("docs", tenant="acme", point_ids=asked, similarity_to=query, match_terms=terms, flags=ranged)
     assert found.keys() == index._engine_features(shard, "acme", [int(i) for i in asked], query, terms, ranged).keys()
 
@@ -163,3 +163,11 @@ def test_reads_of_kept_points_run_in_the_callers_thread(index, monkeypatch):
     assert set(found) == set(asked)
     with pytest.raises(AssertionError, match="went to the engine's pool"):
         bounded.fetch("docs", "acme", _ids("acme", docs=[4]))
+
+
+def test_a_condition_on_a_field_holding_a_mapping_or_a_list_of_lists_is_not_met():
+    test = payload_test({"docType": ["playbook"]})
+    assert test({"docType": "playbook"}) and test({"docType": ["x", "playbook"]})
+    assert not test({"docType": {"playbook": 1}}) and not test({"docType": [["playbook"]]}) and not test({})
+    assert payload_test({"year": 2026})({"year": 2026}) and not payload_test({"year": 2026})({"year": "2026"})
+    assert not payload_test({"flag": 1})({"flag": True})

@@ -25,7 +25,7 @@ import json
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -322,20 +322,35 @@ class StoredPoints:
                     del self._points[key]
 
 
-def meets(payload: dict[str, Any], condition: dict[str, Any]) -> bool | None:
-    """Whether a stored payload meets a flag's condition as the engine's filter would (`_condition`): each
-    field equal to the value, or to one of a list's values; a stored list matches when one of its values
-    does. None for a condition only the engine evaluates (a date range)."""
+def payload_test(condition: dict[str, Any]) -> Callable[[dict[str, Any]], bool] | None:
+    """The test of whether a stored payload meets a flag's condition as the engine's filter would
+    (`_condition`): each field equal to the value, or to one of a list's values; a stored list matches when
+    one of its values does. None for a condition only the engine evaluates (a date range)."""
+    fields: list[tuple[str, frozenset]] = []
     for key, wanted in condition.items():
         if isinstance(wanted, dict):
             return None
-        options = list(wanted) if isinstance(wanted, (list, tuple, set)) else [wanted]
-        stored = payload.get(key)
-        values = stored if isinstance(stored, list) else [stored]
-        # A keyword never equals an integer, nor a bool a number: compare the types as the engine does.
-        if not any(type(v) is type(o) and v == o for v in values for o in options):
-            return False
-    return True
+        options = wanted if isinstance(wanted, (list, tuple, set)) else [wanted]
+        # A keyword never equals an integer, nor a bool a number: values are compared with their types.
+        fields.append((key, frozenset((type(o), o) for o in options)))
+
+    def test(payload: dict[str, Any]) -> bool:
+        for key, options in fields:
+            stored = payload.get(key)
+            values = stored if isinstance(stored, list) else (stored,)
+            if not any(_typed(v) in options for v in values):
+                return False
+        return True
+
+    return test
+
+
+def _typed(value: Any) -> tuple[type, Any] | None:
+    try:
+        hash(value)
+    except TypeError:  # a mapping or a list stored inside a field: equal to no option
+        return None
+    return type(value), value
 
 
 class EdgeVectorIndex:
@@ -488,19 +503,19 @@ class EdgeVectorIndex:
         if shard is None or not ids or (similarity_to is None and not match_terms):
             return {}
         named = list((flags or {}).items()) if similarity_to is not None else []
+        tests = [(name, payload_test(condition)) for name, condition in named]
+        if any(test is None for _, test in tests):  # a condition only the engine evaluates
+            return self._engine_features(shard, tenant, ids, similarity_to, match_terms, flags)
         # The points as stored (`StoredPoints`), behind the same gates as the engine's filter.
         points = {pid: p for pid, p in self.stored.get(shard, collection, ids).items()
                   if payload_passes_gates(p.payload, tenant)}
-        out = {str(pid): HitFeatures() for pid in points}
-        for name, condition in named:
-            for pid, point in points.items():
-                holds = meets(point.payload, condition)
-                if holds is None:  # a condition only the engine evaluates
-                    return self._engine_features(shard, tenant, ids, similarity_to, match_terms, flags)
-                if holds:
-                    out[str(pid)].flags.append(name)
         if not points:
             return {}
+        out = {pid: HitFeatures() for pid in points}
+        for name, test in tests:
+            for pid, point in points.items():
+                if test(point.payload):
+                    out[pid].flags.append(name)
         terms = list(match_terms or [])
         if terms:
             # Every candidate's term ids in one array, looked up at once (one lookup per candidate costs ~50 µs).
@@ -513,7 +528,7 @@ class EdgeVectorIndex:
                 held.setdefault(owner, set()).add(term)
             for owner, found in held.items():
                 # In `match_terms`' order, as the engine answers.
-                out[str(pids[owner])].matched_terms = [t for t in terms if t in found]
+                out[pids[owner]].matched_terms = [t for t in terms if t in found]
         if similarity_to is not None:
             query = np.asarray(similarity_to, dtype=np.float32)
             query /= max(float(np.linalg.norm(query)), 1e-12)  # cosine, as the engine computes it
@@ -521,14 +536,14 @@ class EdgeVectorIndex:
             if with_vector:
                 cosines = np.stack([points[pid].vector for pid in with_vector]) @ query
                 for pid, cosine in zip(with_vector, cosines.tolist()):
-                    out[str(pid)].similarity = cosine
-        return out
+                    out[pid].similarity = cosine
+        return {str(pid): features for pid, features in out.items()}
 
     def answers_from_memory(self, collection: str, point_ids: list[str], flags: dict | None = None) -> bool:
         """Whether `features` / `fetch` of these points can be answered without the engine: the collection is
         open, every point is kept (`StoredPoints`) and no flag is a condition only the engine evaluates."""
         if collection not in self._shards or any(
-                meets({}, condition) is None for condition in (flags or {}).values()):
+                payload_test(condition) is None for condition in (flags or {}).values()):
             return False
         return self.stored.holds(collection, engine_ids(point_ids))
 
