@@ -171,3 +171,28 @@ def test_a_condition_on_a_field_holding_a_mapping_or_a_list_of_lists_is_not_met(
     assert not test({"docType": {"playbook": 1}}) and not test({"docType": [["playbook"]]}) and not test({})
     assert payload_test({"year": 2026})({"year": 2026}) and not payload_test({"year": 2026})({"year": "2026"})
     assert not payload_test({"flag": 1})({"flag": True})
+
+
+def test_a_read_that_spans_a_write_keeps_nothing():
+    """The engine answered a read before a write changed the points; the write forgot the collection while the read
+    was under way: what the read saw is not kept for later reads."""
+    kept = StoredPoints()
+
+    class WrittenMeanwhile:
+        def __init__(self, forget):
+            self.forget = forget
+
+        def retrieve(self, ids, **_):
+            class Record:
+                def __init__(self, pid):
+                    self.id, self.payload, self.vector = pid, {"text": "before the write"}, {}
+            records = [Record(pid) for pid in ids]
+            self.forget()  # the write lands while the read is under way
+            return records
+
+    assert kept.get(WrittenMeanwhile(lambda: kept.forget("c")), "c", [1, 2])[1].payload["text"] == "before the write"
+    assert not kept.holds("c", [1]) and not kept._points
+    kept.get(WrittenMeanwhile(lambda: kept.forget()), "c", [1])  # the index closed meanwhile
+    assert not kept._points
+    kept.get(WrittenMeanwhile(lambda: kept.forget("other")), "c", [1])  # another collection's write
+    assert kept.holds("c", [1])

@@ -268,8 +268,9 @@ class StoredPoints:
     a point is read once, with its vectors and payload, and then answered from memory.
 
     Only this process writes the data folder (graph/providers/data_folder.py), and every write goes
-    through the index, which forgets the collection's points first (`forget`): what is kept is what is
-    stored. The gates are checked on every answer, as the engine's filter does."""
+    through the index, which forgets the collection's points once it has written (`forget`); a read that
+    was under way meanwhile keeps nothing it read: what is kept is what is stored. The gates are checked
+    on every answer, as the engine's filter does."""
 
     # ~6 KB a point (a 650-token chunk's payload, a 384-dimension vector, ~150 term ids): ~60 MB at most.
     CAPACITY = 10_000
@@ -277,6 +278,8 @@ class StoredPoints:
     def __init__(self, capacity: int = CAPACITY):
         self.capacity = capacity
         self._points: OrderedDict[tuple[str, int], StoredPoint] = OrderedDict()
+        # Times everything, and each collection, was forgotten: a read that spans a forgetting keeps nothing.
+        self._epoch, self._forgotten = 0, {}
         self._lock = threading.Lock()
 
     def get(self, shard: EdgeShard, collection: str, ids: list[int]) -> dict[int, StoredPoint]:
@@ -284,6 +287,7 @@ class StoredPoints:
         yet read from `shard` in one call."""
         found: dict[int, StoredPoint] = {}
         with self._lock:
+            generation = (self._epoch, self._forgotten.get(collection, 0))
             for pid in ids:
                 point = self._points.get((collection, pid))
                 if point is not None:
@@ -301,10 +305,11 @@ class StoredPoints:
                 terms=np.asarray(list(sparse.indices) if sparse is not None else [], dtype=np.int64),
                 vector=np.asarray(dense, dtype=np.float32) if dense is not None else None)
         with self._lock:
-            for pid, point in read.items():
-                self._points[(collection, pid)] = point
-            while len(self._points) > self.capacity:
-                self._points.popitem(last=False)
+            if (self._epoch, self._forgotten.get(collection, 0)) == generation:  # no write since the read began
+                for pid, point in read.items():
+                    self._points[(collection, pid)] = point
+                while len(self._points) > self.capacity:
+                    self._points.popitem(last=False)
         return {**found, **read}
 
     def holds(self, collection: str, ids: list[int]) -> bool:
@@ -316,8 +321,10 @@ class StoredPoints:
         """Forget one collection's points (all, without one): it is being written."""
         with self._lock:
             if collection is None:
+                self._epoch += 1
                 self._points.clear()
             else:
+                self._forgotten[collection] = self._forgotten.get(collection, 0) + 1
                 for key in [k for k in self._points if k[0] == collection]:
                     del self._points[key]
 
