@@ -1206,7 +1206,11 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     answer = "\n".join(lines).strip()
     retrieved_ids = {c["docId"] for c in chunks}
     citations = [cid for cid in citations_in(answer) if cid in retrieved_ids]
-    suggestions = (build_suggestions(language, rag, chunks, missing, list(policy.routing.allow_intents))
+    # The closest document is named only when it reaches the relevance floor: one below it is not close to the
+    # question ("the CEO's favourite football team" is not in the TikTok report), and the collection may hold
+    # nothing on it, which the suggestions then say instead.
+    suggestions = (build_suggestions(language, rag, [c for c in chunks if is_relevant(c, cfg)], missing,
+                                     list(policy.routing.allow_intents))
                    if coverage in ("low", "none") else [])
     direct = direct or direct_text(found, language)
     return {"answer": answer, "direct_answer": direct if lines and coverage != "none" else None,

@@ -23,7 +23,7 @@ from graph.context import Context
 from graph.graph import compile_graph
 from graph.policy import DecisionThresholds, load_policy
 from graph.prompts import phrases
-from nodes.compose import compose, coverage_level
+from nodes.compose import compose, coverage_level, is_relevant
 from nodes.memory_shield import memory_namespace
 
 
@@ -154,6 +154,23 @@ def test_every_citation_was_retrieved(ask, question):
     assert set(state["citations_used"]) <= retrieved
     assert set(citations_in(state["answer"])) <= retrieved
     assert state["coverage_level"] in ("high", "medium", "low")
+
+
+@pytest.mark.parametrize(("question", "lang"), UNANSWERABLE)
+def test_no_document_under_the_relevance_floor_is_offered_as_the_closest(ask, question, lang):
+    """Nothing the tenant holds is about the question: the suggestions say to check what was ingested, and name
+    no "closest document" (the best chunk is under the relevance floor: not close)."""
+    state = ask(question)
+    assert state["reranked"] and not any(is_relevant(c, load_policy().compose) for c in state["reranked"])
+    assert not any(matches_phrase(x, lang, "suggestion_closest_doc") for x in state["suggestions"])
+    assert any(matches_phrase(x, lang, "suggestion_ingest") for x in state["suggestions"])
+
+
+def test_a_relevant_document_is_offered_when_a_part_is_not_covered(ask):
+    state = ask("Qual foi o ROAS da campanha no TikTok e como otimizar o CPC?")
+    assert state["coverage_level"] == "low"
+    assert any(matches_phrase(x, "pt", "suggestion_closest_doc") and "[acme-perf-tiktok-provador-2026]" in x
+               for x in state["suggestions"]), state["suggestions"]
 
 
 def test_answerable_question_has_no_suggestions_unless_coverage_is_low(ask):
