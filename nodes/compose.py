@@ -1122,8 +1122,8 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     cfg = policy.compose
     analyzer = get_analyzer(policy)
     coverage = coverage_level(chunks, cfg)
-    relevant = [c for c in chunks if is_relevant(c, cfg)]
-    relevant, conflict_notes = resolve_conflicts(relevant, language, question)
+    above_floor = [c for c in chunks if is_relevant(c, cfg)]
+    relevant, conflict_notes = resolve_conflicts(above_floor, language, question)
     # Named as not found: what the question says, not how it points at documents ("individual", "The Verge").
     missing = missing_terms(question, language, chunks, analyzer,
                             pointing_words(policy, language, chunks)
@@ -1209,8 +1209,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     # The closest document is named only when it reaches the relevance floor: one below it is not close to the
     # question ("the CEO's favourite football team" is not in the TikTok report), and the collection may hold
     # nothing on it, which the suggestions then say instead.
-    suggestions = (build_suggestions(language, rag, [c for c in chunks if is_relevant(c, cfg)], missing,
-                                     list(policy.routing.allow_intents))
+    suggestions = (build_suggestions(language, rag, above_floor, missing, list(policy.routing.allow_intents))
                    if coverage in ("low", "none") else [])
     direct = direct or direct_text(found, language)
     return {"answer": answer, "direct_answer": direct if lines and coverage != "none" else None,
