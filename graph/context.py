@@ -79,9 +79,10 @@ class Context:
     )
     provider_timeout_s: float = field(
         default_factory=lambda: settings.number("RAGATE_PROVIDER_TIMEOUT"),
-        metadata={"description": "Seconds a chat, embedding or rerank call, or a read of the vector engine (embedded "
-                                 "or server), may take before it counts as failed; a streamed answer must finish "
-                                 "within this times (provider_retries + 1)."},
+        metadata={"description": "Seconds a chat, embedding or rerank call, or a read of a Qdrant server, may take "
+                                 "before it counts as failed; a streamed answer must finish within this times "
+                                 "(provider_retries + 1). The embedded engine's reads run unbounded: each keeps "
+                                 "Python's GIL until it returns, so nothing can stop waiting on one."},
     )
     provider_retries: int = field(
         default_factory=lambda: settings.number("RAGATE_PROVIDER_RETRIES"),

@@ -97,8 +97,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("RAGATE_VECTOR_STORE", str, "Vector engine (`Context.vector_store`): `embedded` (in-process, under the "
                                          "data folder) or `qdrant` (the server at `QDRANT_URL`).",
              default="embedded"),
-    Variable("RAGATE_PROVIDER_TIMEOUT", float, "Seconds a chat, embedding or rerank call, or a read of the vector "
-                                               "engine, may take (`Context.provider_timeout_s`).",
+    Variable("RAGATE_PROVIDER_TIMEOUT", float, "Seconds a chat, embedding or rerank call, or a read of a Qdrant "
+                                               "server, may take (`Context.provider_timeout_s`).",
              default=30.0),
     Variable("RAGATE_PROVIDER_RETRIES", int, "Retries of a failed provider call (`Context.provider_retries`).",
              default=1),

@@ -17,7 +17,7 @@ than the collection's), the branch still searches the lexical list, which needs 
 why in `errors`: fewer good answers, not none. So with the other parts of a branch: a failed lookup of
 the values a question names leaves its searches unscoped, a failed scoped search leaves the main one,
 and hits the engine returns malformed (no id, a score that is not a finite number) are dropped; each
-is recorded. Every engine read is held to the provider timeout (`bounded_index`). A process that cannot
+is recorded. Engine reads are held to the provider timeout wherever one can be (`bounded_index`). A process that cannot
 open the embedded engine at all (its data folder is held by another process: `DataFolderBusy`) is not a
 degradation: the run stops with that error rather than answering from nothing.
 """

@@ -5,9 +5,13 @@ same gates, and never a point as it was before a write."""
 from __future__ import annotations
 
 import random
+import threading
+import time
 
 import numpy as np
 import pytest
+
+from qdrant_edge import SparseVector
 
 from graph.providers.vectorstore import ChunkRecord, EdgeVectorIndex, StoredPoints, payload_test, point_id
 
@@ -141,28 +145,70 @@ def test_the_least_recently_used_points_go_first():
     assert kept.get(Shard(), "c", [3])[3].vector is None and kept.get(Shard(), "c", [3])[3].terms.size == 0
 
 
-def test_reads_of_kept_points_run_in_the_callers_thread(index, monkeypatch):
+def test_the_engine_keeps_the_gil_for_a_whole_read(index):
+    """What `READS_HOLD_GIL` rests on: no other Python thread runs while the engine answers a read, so none can
+    give up waiting on it. Should a qdrant-edge release the GIL, this fails, and the deadline can come back."""
+    shard = index._shard("docs")
+    ids = [int(i) for i in _ids("acme") + _ids("globex")]
+    ticks: list[float] = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+            time.sleep(0.0001)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        spans = []
+        while len(spans) < 5:
+            time.sleep(0.002)
+            start = time.perf_counter()
+            for _ in range(200):  # one read is ~50 µs here: many in one call to the engine is not possible
+                shard.retrieve(ids, with_payload=True, with_vector=True)
+            spans.append((start, time.perf_counter()))
+    finally:
+        stop.set()
+        ticker.join()
+    # Between two reads the ticker may run, about once per switch interval (5 ms): ~6 times in a span here. A read
+    # that let it run would give it a tick or more per read, 200 or more a span.
+    assert all(sum(start < t < end for t in ticks) < 100 for start, end in spans)
+
+
+def test_the_embedded_engines_reads_run_in_the_callers_thread(index, monkeypatch):
     from graph.providers import resources
 
-    asked = _ids("acme", docs=[0, 3])
-    assert not index.answers_from_memory("docs", asked)  # nothing read yet
-    bounded = resources.BoundedIndex(index, 5.0)
-    bounded.fetch("docs", "acme", asked)  # read through the pool, under the deadline
-    assert index.answers_from_memory("docs", asked) and index.answers_from_memory("docs", asked, FLAGS)
-    assert not index.answers_from_memory("docs", asked + _ids("acme", docs=[4]))
-    assert not index.answers_from_memory("docs", asked, {"recent": {"date": {"gte": "2026-01-01T00:00:00Z"}}})
-    assert not index.answers_from_memory("elsewhere", asked)
-
     def no_pool():
-        raise AssertionError("a read of kept points went to the engine's pool")
+        raise AssertionError("a read of the embedded engine went to the pool")
 
     monkeypatch.setattr(resources, "_engine_pool", no_pool)
+    bounded = resources.BoundedIndex(index, 5.0)
+    asked = _ids("acme", docs=[0, 3])
     assert len(bounded.fetch("docs", "acme", asked)) == len(asked)
     found = bounded.features("docs", tenant="acme", point_ids=asked, similarity_to=[0.1] * DIMS, match_terms=[1, 2],
-                             flags=FLAGS)
+                             flags={**FLAGS, "recent": {"date": {"gte": "2026-01-01T00:00:00Z"}}})
     assert set(found) == set(asked)
-    with pytest.raises(AssertionError, match="went to the engine's pool"):
-        bounded.fetch("docs", "acme", _ids("acme", docs=[4]))
+    dense, lexical = bounded.search("docs", dense=[0.1] * DIMS, sparse=SparseVector([1, 2], [1.0, 1.0]),
+                                    tenant="acme", filters=None, limit=5)
+    assert dense and bounded.values("docs", "acme", "docType") == ["bi_note", "playbook"]
+
+
+class _SlowIndex:
+    """An index whose reads wait with the GIL released (a server's client, a test double)."""
+
+    def search(self, *args, **kwargs):
+        time.sleep(2.0)
+        return [], []
+
+
+def test_a_read_that_lets_other_threads_run_is_given_the_deadline():
+    from graph.providers import resources
+
+    start = time.perf_counter()
+    with pytest.raises(resources.EngineTimeout, match="search took longer than 0.2 s"):
+        resources.BoundedIndex(_SlowIndex(), 0.2).search("docs")
+    assert time.perf_counter() - start < 1.5
 
 
 def test_a_condition_on_a_field_holding_a_mapping_or_a_list_of_lists_is_not_met():
@@ -191,8 +237,8 @@ def test_a_read_that_spans_a_write_keeps_nothing():
             return records
 
     assert kept.get(WrittenMeanwhile(lambda: kept.forget("c")), "c", [1, 2])[1].payload["text"] == "before the write"
-    assert not kept.holds("c", [1]) and not kept._points
+    assert not kept._points
     kept.get(WrittenMeanwhile(lambda: kept.forget()), "c", [1])  # the index closed meanwhile
     assert not kept._points
     kept.get(WrittenMeanwhile(lambda: kept.forget("other")), "c", [1])  # another collection's write
-    assert kept.holds("c", [1])
+    assert ("c", 1) in kept._points

@@ -6,9 +6,11 @@ The embedded engine opens a data folder in one process at a time: opening it tak
 this process (graph/providers/data_folder.py), and a process that cannot is told who holds it
 (`DataFolderBusy`) when it starts (`check_providers`, `hold_vector_engine`), not by empty answers.
 
-`bounded_index` gives the nodes the index with every read held to the run's `provider_timeout_s`,
-as every provider call is: the Qdrant server's client times out on its own, the embedded engine runs
-in this process and is given the same deadline by running its reads on a small pool of threads.
+`bounded_index` gives the nodes the index with every read held to the run's `provider_timeout_s`
+wherever a deadline can hold: the Qdrant server's client times out on its own; an index whose reads let
+other threads run while they wait gets the deadline by running its reads on a small pool of threads. The
+embedded engine's reads cannot be given one (`EdgeVectorIndex.READS_HOLD_GIL`): they run in the caller's
+thread.
 """
 
 from __future__ import annotations
@@ -109,15 +111,21 @@ def _engine_pool() -> ThreadPoolExecutor:
 
 class BoundedIndex:
     """An index whose reads (`search`, `features`, `fetch`, `values`) each fail with EngineTimeout after
-    `timeout_s`, but for the reads the embedded index answers from memory; everything else is the index's own."""
+    `timeout_s`, unless its reads hold the GIL (`READS_HOLD_GIL`); everything else is the index's own."""
 
     def __init__(self, inner: VectorIndex, timeout_s: float):
         self.inner, self.timeout_s = inner, timeout_s
+        # A read that holds the GIL until it returns cannot be stopped waiting for: the waiting thread needs the
+        # GIL to notice its deadline, so it raises only once the read is over, and throws the answer away. Such
+        # reads run in the caller's thread: the hand-off to the pool and back cost ~0.4 ms a read for nothing.
+        self.deadline_holds = not getattr(inner, "READS_HOLD_GIL", False)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def _bounded(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        if not self.deadline_holds:
+            return getattr(self.inner, name)(*args, **kwargs)
         future = _engine_pool().submit(getattr(self.inner, name), *args, **kwargs)
         try:
             return future.result(timeout=self.timeout_s)
@@ -128,21 +136,11 @@ class BoundedIndex:
     def search(self, *args: Any, **kwargs: Any) -> Any:
         return self._bounded("search", *args, **kwargs)
 
-    def _in_memory(self, collection: str, point_ids: list[str], flags: dict | None = None) -> bool:
-        # A read the embedded index answers from the points it keeps waits on no engine call: it runs in the
-        # caller's thread (handing it to the pool and back costs more than the read, ~0.4 ms a call).
-        answers = getattr(self.inner, "answers_from_memory", None)
-        return answers is not None and answers(collection, point_ids, flags)
+    def features(self, *args: Any, **kwargs: Any) -> Any:
+        return self._bounded("features", *args, **kwargs)
 
-    def features(self, collection: str, **kwargs: Any) -> Any:
-        if self._in_memory(collection, kwargs.get("point_ids") or [], kwargs.get("flags")):
-            return self.inner.features(collection, **kwargs)
-        return self._bounded("features", collection, **kwargs)
-
-    def fetch(self, collection: str, tenant: str, point_ids: list[str], *args: Any, **kwargs: Any) -> Any:
-        if self._in_memory(collection, point_ids):
-            return self.inner.fetch(collection, tenant, point_ids, *args, **kwargs)
-        return self._bounded("fetch", collection, tenant, point_ids, *args, **kwargs)
+    def fetch(self, *args: Any, **kwargs: Any) -> Any:
+        return self._bounded("fetch", *args, **kwargs)
 
     def values(self, *args: Any, **kwargs: Any) -> Any:
         return self._bounded("values", *args, **kwargs)
