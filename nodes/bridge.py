@@ -1,8 +1,8 @@
 """bridge: the name the evidence of a split which/who-question is about, so that each part is searched again
 with it (graph/algorithms/bridging.py).
 
-It runs after rerank, once per turn and only for a question split into parts (`may_bridge`: any other goes
-from rerank to compose). For a question that asks for a name ("Which company …", "Who is the individual …"),
+It runs after rerank, once per turn and only for a question split into parts that asks for a name
+(`may_bridge`: any other goes from rerank to compose). For a question that asks for a name ("Which company …", "Who is the individual …"),
 it reads the best reranked chunks, takes the name most of their documents give that the question does not,
 and the graph then searches each part with that name added (retrieve, kind "bridge"), fuses every list
 again (rrf), reranks and goes on to compose. Any other question, none of the chunks naming anything
@@ -29,9 +29,11 @@ from graph.state import State, question_parts
 
 
 def may_bridge(state: State) -> bool:
-    """Whether bridge has anything to look at: a question split into parts, not looked at yet this turn.
-    The rest go from rerank straight on (one graph step fewer), and keep `bridge_name` None."""
-    return state.get("bridge_name") is None and len(question_parts(state)) >= 2
+    """Whether bridge has anything to look at: a question split into parts, not looked at yet this turn, that
+    asks for a name (decompose's `asks_for_name`; assumed when not recorded). The rest go from rerank straight
+    on (one graph step fewer), and keep `bridge_name` None."""
+    return (state.get("bridge_name") is None and len(question_parts(state)) >= 2
+            and (state.get("decomposition") or {}).get("asks_for_name", True))
 
 
 @timed("bridge")

@@ -18,6 +18,7 @@ from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
 from graph.algorithms.decomposition import assess, normalized_question, split_question, validate_sub_queries
+from graph.algorithms.question_form import question_form
 from graph.algorithms.routing import part_routes
 from graph.algorithms.scoping import mentioned_values
 from graph.algorithms.text import json_reply
@@ -66,7 +67,8 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
     Reads `question`, `language`, `decomposition` (route_gate's assessment) and `rag` (collections
     and tenant scope, for the values the question names; the intent and where it came from). Writes
     `sub_queries`, `part_routes` (the parts searched under their own intent: graph/algorithms/routing.py),
-    `decomposition` (decomposed, method, and why it fell back) and `errors` (a chat model or engine that
+    `decomposition` (decomposed, method, why it fell back, and for a split question `asks_for_name`: whether
+    bridge may look for a name to search the parts again with) and `errors` (a chat model or engine that
     failed)."""
     ctx = run_context(runtime)
     question = state["question"]
@@ -105,6 +107,10 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
                 "errors": [*errors, f"decompose: {failure_reason(exc)}; the original question is searched"]}
     decomposed = len(sub_queries) >= 2
     info.update(decomposed=decomposed, method=method if decomposed else "none")
+    if decomposed:
+        # Whether the parts may be searched again with a name their evidence gives (nodes/bridge.py): only when
+        # the question asks for one. Known here, a split question that asks none skips the bridge step.
+        info["asks_for_name"] = question_form(question, language, policy.languages.question_cues).wants_name
     if info.get("complex") and not decomposed:
         info["note"] = "complex, but no split gave two independent sub-queries: using the original question"
     rag = state.get("rag") or {}

@@ -7,10 +7,13 @@ import json
 
 import pytest
 
+from langgraph.runtime import Runtime
+
 from graph.algorithms.bridging import bridge_name, named_by_every_part
 from graph.context import Context
 from graph.graph import compile_graph
 from graph.indexing.ingest import ingest_path
+from nodes.bridge import bridge
 
 STOPWORDS = {"the", "a", "on", "of", "in", "and", "it", "its", "this", "that"}
 
@@ -87,11 +90,14 @@ def _doc_of(state, point_id):
 
 
 def test_a_question_that_asks_no_name_or_is_not_split_or_has_it_off_goes_on(home):
-    # Split, but asks a date and a manner, not a name: bridge looks and finds nothing to do.
+    # Split, but asks a date and a manner, not a name: decompose says so, and bridge never runs.
     state = run(home, "When did Apple appeal the ITC decision on a patent dispute, as TechCrunch reported, and how "
                       "has it become more responsive to consumer feedback according to The Verge?")
-    assert len(state["sub_queries"]) == 2 and "bridge" in state["timings_ms"]
-    assert state["bridge_name"] == "" and not any(r["kind"] == "bridge" for r in state["hits"].values())
+    assert len(state["sub_queries"]) == 2 and state["decomposition"]["asks_for_name"] is False
+    assert "bridge" not in state["timings_ms"] and state["bridge_name"] is None
+    assert not any(r["kind"] == "bridge" for r in state["hits"].values())
+    asked_anyway = Runtime(context=Context(home=str(home), tenant="news", top_n=10))
+    assert bridge({**state, "bridge_name": None}, asked_anyway)["bridge_name"] == ""  # nothing to look for
     # A question not split goes from rerank to compose: bridge never runs.
     state = run(home, "Which company appealed the ITC decision?")
     assert state["bridge_name"] is None and len(state["hits"]) == 1 and "bridge" not in state["timings_ms"]
