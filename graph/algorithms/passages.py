@@ -56,19 +56,18 @@ def best_sentence_match(texts: Sequence[str], parts: Sequence[set],
     question's, for a question not split); `sentence_terms(text)`: the terms of each of its sentences."""
     sentences = [sentence_terms(text) for text in texts]
     # Only the parts' terms are counted or weighed: each sentence is cut to them first (a set
-    # intersection), so a question reads ~500 sentences' worth of small sets, not their every term.
+    # intersection), so a question reads ~500 sentences' worth of small sets, not their every term. A sentence
+    # that holds none of them counts for the IDF, and is not looked at again.
     wanted = frozenset().union(*parts)
-    held = [[s & wanted for s in chunk] for chunk in sentences]
+    held = [[h for h in (s & wanted for s in chunk) if h] for chunk in sentences]
     df = Counter(t for chunk in held for sentence in chunk for t in sentence)
     n = sum(len(chunk) for chunk in sentences)
     idf = {t: math.log(1 + n / (1 + df[t])) for t in wanted}
-    totals = [sum(idf[t] for t in part) for part in parts]
+    weighed = [(part, total) for part, total in ((part, sum(idf[t] for t in part)) for part in parts) if total]
     best = []
     for chunk in held:
-        score = 0.0
-        for part, total in zip(parts, totals):
-            if total:
-                score = max(score, max((sum(idf[t] for t in part & s) / total for s in chunk if s), default=0.0))
+        # A sentence's sum over its own terms: each holds a few of the part's.
+        score = max((sum(idf[t] for t in s if t in part) / total for s in chunk for part, total in weighed), default=0.0)
         best.append(score)
     return best
 
