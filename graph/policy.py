@@ -313,6 +313,9 @@ class RerankSettings:
     weights: RerankWeights = RerankWeights()
     dense_calibration: DenseCalibration = DenseCalibration()
     top_n: int = field(default=5, metadata=_POSITIVE)
+    # How many of the fused list's first chunks are scored; the rest placed too low to be kept (never fewer
+    # than twice the chunks a run may keep).
+    candidates: int = field(default=100, metadata=_POSITIVE)
     relevance: RelevanceModels = RelevanceModels()
     # Embedding models differ in how far their cosine can be trusted and on what scale it runs
     # (bge-small's unrelated pairs sit near 0.6, USE's near 0.2): a model listed here has its own

@@ -59,7 +59,10 @@ def lexical_coverage(weights: dict[int, float], terms: set[int], total: float | 
     """The IDF-weighted share of the question's terms among `terms`; `total`: the weights' sum, when the
     caller scores many chunks against the same weights."""
     total = sum(weights.values()) if total is None else total
-    return sum(w for t, w in weights.items() if t in terms) / total if total else 0.0
+    # Over the smaller of the two: a chunk holds a few of the question's terms, a union of chunks many.
+    held = sum(weights[t] for t in terms if t in weights) if len(terms) < len(weights) else \
+        sum(w for t, w in weights.items() if t in terms)
+    return held / total if total else 0.0
 
 
 def question_language_share(chunks: list[Chunk], neighbours: int) -> float | None:
@@ -422,10 +425,10 @@ def instruction_screen(matcher, notes: list[str]):
 
 @timed("rerank")
 def rerank(state: State, runtime: Runtime[Context]) -> dict:
-    """Score each fused chunk against the original question, boost, diversify, fetch texts and cut.
+    """Score the first fused chunks against the original question, boost, diversify, fetch texts and cut.
 
-    Reads `fused`, `hits` (each aspect's own order, for a split question), `question` and `rag`
-    (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the chunks compose
+    Reads `fused` (its first `rerank.candidates`), `hits` (each aspect's own order, for a split question),
+    `question` and `rag` (profile: min_score and max_context_chars; max_chunks). Writes `reranked` (the chunks compose
     sees, best first, each with its text, metadata, rank and score breakdown) and `errors` (the
     engine's scores of the candidates missing or malformed, a provider reranker that failed, payloads
     refused, text addressed to a model removed). Reads
@@ -443,6 +446,8 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     question_terms = set(analyzer.terms(state["question"], language))
     profile = rag["profile"]
     max_chunks = int(rag.get("max_chunks") or cfg.top_n)
+    # The first of the fused list are scored: below them nothing reaches the cut (`rerank.candidates`).
+    fused = fused[: max(cfg.candidates, 2 * max_chunks)]
     index = bounded_index(ctx)
     settings_of = model_settings(index, rag["collections"], cfg)
     length_share = cfg.length_share(len(question_terms))

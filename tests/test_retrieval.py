@@ -195,6 +195,33 @@ def test_the_engine_scores_every_branchs_candidates_once_against_the_whole_quest
     assert any(c["matchedTerms"] for c in state["reranked"])
 
 
+def test_rerank_scores_only_the_first_candidates_of_the_fused_list(ask, corpus, write_policy, monkeypatch):
+    import graph.providers.resources as resources_mod
+
+    real = open_index(corpus.home)
+    asked: list[str] = []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def features(self, *a, **k):
+            asked.extend(k["point_ids"])
+            return real.features(*a, **k)
+
+    monkeypatch.setattr(resources_mod, "vector_index_for", lambda ctx: Counting())
+    q = "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"
+    policy = write_policy(lambda raw: raw["rerank"].update(candidates=1))
+    state = ask(q, context=corpus.context("acme", policy_path=str(policy), top_n=3))
+    # Never fewer than twice the chunks a run keeps: the 3 of top_n here.
+    first = [c["pointId"] for c in state["fused"][:6]]
+    assert len(state["fused"]) > 6 and sorted(asked) == sorted(first)
+    assert state["reranked"] and {c["pointId"] for c in state["reranked"]} <= set(first)
+    asked.clear()
+    everything = ask(q, context=corpus.context("acme", top_n=3))  # the default, 100: all of them here
+    assert sorted(asked) == sorted(c["pointId"] for c in everything["fused"])
+
+
 @pytest.mark.parametrize("setting, language, collections, embedded", [
     ("auto", "en", ["en"], False),           # words match the documents': the part is searched by them
     ("auto", "pt", ["pt", "pt"], False),
