@@ -2,10 +2,10 @@
 with it (graph/algorithms/bridging.py).
 
 It runs after rerank, once per turn and only for a question split into parts that asks for a name
-(`may_bridge`: any other goes from rerank to compose). For a question that asks for a name ("Which company …", "Who is the individual …"),
-it reads the best reranked chunks, takes the name most of their documents give that the question does not,
-and the graph then searches each part with that name added (retrieve, kind "bridge"), fuses every list
-again (rrf), reranks and goes on to compose. Any other question, none of the chunks naming anything
+(`may_bridge`: any other goes from rerank to compose). For such a question ("Which company …", "Who is the
+individual …"), it reads the best reranked chunks, takes the name most of their documents give that the
+question does not, and the graph then searches each part with that name added (retrieve, kind "bridge"),
+fuses every list again (rrf), reranks and goes on to compose. Any other question, none of the chunks naming anything
 new, or every part's own search having ranked a chunk that names it first already
 (`retrieval.bridge_named_depth`: the parts found its evidence), goes on to compose.
 """

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from langgraph.runtime import Runtime
 
 from graph.algorithms.bridging import bridge_name, named_by_every_part

@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pytest
-
 from qdrant_edge import SparseVector
 
 from graph.providers.vectorstore import ChunkRecord, EdgeVectorIndex, StoredPoints, payload_test, point_id
@@ -189,8 +188,8 @@ def test_the_embedded_engines_reads_run_in_the_callers_thread(index, monkeypatch
     found = bounded.features("docs", tenant="acme", point_ids=asked, similarity_to=[0.1] * DIMS, match_terms=[1, 2],
                              flags={**FLAGS, "recent": {"date": {"gte": "2026-01-01T00:00:00Z"}}})
     assert set(found) == set(asked)
-    dense, lexical = bounded.search("docs", dense=[0.1] * DIMS, sparse=SparseVector([1, 2], [1.0, 1.0]),
-                                    tenant="acme", filters=None, limit=5)
+    dense, _ = bounded.search("docs", dense=[0.1] * DIMS, sparse=SparseVector([1, 2], [1.0, 1.0]),
+                              tenant="acme", filters=None, limit=5)
     assert dense and bounded.values("docs", "acme", "docType") == ["bi_note", "playbook"]
 
 
