@@ -59,10 +59,8 @@ def lexical_coverage(weights: dict[int, float], terms: set[int], total: float | 
     """The IDF-weighted share of the question's terms among `terms`; `total`: the weights' sum, when the
     caller scores many chunks against the same weights."""
     total = sum(weights.values()) if total is None else total
-    # Over the smaller of the two: a chunk holds a few of the question's terms, a union of chunks many.
-    held = sum(weights[t] for t in terms if t in weights) if len(terms) < len(weights) else \
-        sum(w for t, w in weights.items() if t in terms)
-    return held / total if total else 0.0
+    # Over `terms`: the engine's matched terms are the question's, and a chunk holds few of them.
+    return sum(weights[t] for t in terms if t in weights) / total if total else 0.0
 
 
 def question_language_share(chunks: list[Chunk], neighbours: int) -> float | None:
