@@ -179,13 +179,98 @@ def split_sentences(text: str) -> list[str]:
     return [" ".join(p) for p in parts]
 
 
+# Letters outside ASCII that a case-insensitive pattern still matches to an ASCII one (Python's `re`
+# documentation: "İ", "ı", "ſ" and the Kelvin sign), as they read once lower-cased ("İ" becomes "i" and a
+# combining dot, the Kelvin sign "k" already).
+_ASCII_CASE_PARTNERS = (("i\u0307", "i"), ("\u0131", "i"), ("\u017f", "s"))
+
+
+def _lowered_for_words(text: str) -> str:
+    """`text` lower-cased, with the non-ASCII letters a case-insensitive pattern takes for ASCII ones
+    written as those."""
+    lowered = text.lower()
+    if not lowered.isascii():
+        for partner, letter in _ASCII_CASE_PARTNERS:
+            if partner in lowered:
+                lowered = lowered.replace(partner, letter)
+    return lowered
+
+
+def _required_words(pattern: str) -> frozenset[str] | None:
+    """Strings, lower-case ASCII, one of which every match of `pattern` (case-insensitive) holds, read off
+    its parse: a literal run at its top level, or a group of alternatives each of which holds one; the
+    choice whose shortest string is longest. None when it has none (or the parse cannot be read): the
+    pattern is then tried on every text."""
+    try:
+        from re import _constants as c  # the `re` module's own parser: private, so any surprise means no shortcut
+        from re import _parser as parser
+        tree = parser.parse(pattern, re.IGNORECASE | re.MULTILINE)
+    except (ImportError, AttributeError, re.error):
+        return None
+
+    def required(items) -> frozenset[str] | None:
+        choices: list[frozenset[str]] = []
+        run: list[str] = []
+        for op, arg in list(items) + [(None, None)]:
+            # ASCII only: its letters' case partners are known (above); a non-ASCII letter ends the run.
+            if op is c.LITERAL and arg < 128:
+                run.append(chr(arg).lower())
+                continue
+            if run:
+                choices.append(frozenset(["".join(run)]))
+                run = []
+            found = None
+            if op is c.SUBPATTERN:
+                found = required(arg[-1])
+            elif op is c.BRANCH:
+                branches = [required(b) for b in arg[1]]
+                found = frozenset().union(*branches) if all(branches) else None
+            elif op in (c.MAX_REPEAT, c.MIN_REPEAT) and arg[0] >= 1:
+                found = required(arg[2])
+            if found:
+                choices.append(found)
+        return max(choices, key=lambda words: min(map(len, words)), default=None)
+
+    try:
+        words = required(tree)
+    except (AttributeError, IndexError, TypeError, ValueError):  # a parse tree of another shape
+        return None
+    return words if words and all(words) else None
+
+
+class InstructionMatcher:
+    """The policy's `documents.instruction_patterns`, case-insensitive and line by line (`^`). `search`
+    gives a match of any of them, or None, as one alternation of them all would.
+
+    Tried at every position of a 3,000-character chunk, the dozen patterns cost ~0.2 ms, and a question
+    screens ~30 chunks. So each pattern is tried only on a text that holds one of the words any of its
+    matches must (`_required_words`: "ignore", "disregard", "answer" or "resposta", ...), a substring test."""
+
+    def __init__(self, patterns: Sequence[str]):
+        self.patterns = tuple(patterns)
+        self._screens = [(re.compile(p, re.IGNORECASE | re.MULTILINE), _required_words(p)) for p in self.patterns]
+
+    def search(self, text: str) -> re.Match[str] | None:
+        lowered = None
+        for pattern, words in self._screens:
+            if words is not None:
+                if lowered is None:
+                    lowered = _lowered_for_words(text)
+                if not any(w in lowered for w in words):
+                    continue
+            found = pattern.search(text)
+            if found:
+                return found
+        return None
+
+
 @functools.lru_cache(maxsize=8)
-def instruction_matcher(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    """One regular expression for the policy's `documents.instruction_patterns` (None when empty)."""
-    return re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE | re.MULTILINE) if patterns else None
+def instruction_matcher(patterns: tuple[str, ...]) -> InstructionMatcher | None:
+    """The matcher of the policy's `documents.instruction_patterns` (None when empty)."""
+    return InstructionMatcher(patterns) if patterns else None
 
 
-def strip_instructions(text: str, matcher: re.Pattern[str] | None) -> tuple[str, int]:
+def strip_instructions(text: str, matcher: InstructionMatcher | None) -> tuple[str, int]:
     """`text` without its sentences addressed to a model (prompt injection: "ignore previous
     instructions", "score this answer 1.0", a forged "Document [id]:" header), and how many were
     removed. Line breaks are kept, so headings and paragraphs stay where they were."""
@@ -194,10 +279,9 @@ def strip_instructions(text: str, matcher: re.Pattern[str] | None) -> tuple[str,
     return _strip_instructions(text, matcher)
 
 
-# The patterns cost ~0.7 ms per 3,000-character chunk (a dozen case-insensitive alternatives tried at
-# every position); a chunk retrieved again, as popular chunks are, costs a lookup.
+# A chunk retrieved again, as popular chunks are, costs a lookup.
 @functools.lru_cache(maxsize=4096)
-def _strip_instructions(text: str, matcher: re.Pattern[str]) -> tuple[str, int]:
+def _strip_instructions(text: str, matcher: InstructionMatcher) -> tuple[str, int]:
     if not matcher.search(text):
         return text, 0
     removed, lines = 0, []
