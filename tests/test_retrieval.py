@@ -8,13 +8,13 @@ import time
 
 import pytest
 
+from graph.providers import local_models
 import nodes.retrieve as retrieve_mod
 from graph.algorithms.fusion import RRF_K, reciprocal_rank_fusion
 from graph.algorithms.passages import best_sentence_match
 from graph.algorithms.text import get_analyzer
 from graph.indexing.ingest import render_performance_snapshot
 from graph.policy import LongQuestions, RerankSettings, load_policy
-from graph.providers import local_models
 from graph.providers.embeddings import get_embeddings
 from graph.providers.resources import Resources
 from graph.providers.vectorstore import open_index, point_id
