@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from graph.providers import local_models
+import graph.providers.local_models as local_models
 import nodes.retrieve as retrieve_mod
 from graph.algorithms.fusion import RRF_K, reciprocal_rank_fusion
 from graph.algorithms.passages import best_sentence_match
