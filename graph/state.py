@@ -310,4 +310,3 @@ class RetrieveTask(TypedDict):
     rag: RouteRecord
     intent: NotRequired[str]            # a part routed on its own (State.part_routes): its intent
     filters: NotRequired[dict[str, Any]]  # ... and that intent's filters, instead of the question's
-    branches: NotRequired[int]  # the retrieve branches of its round, itself included (absent: unknown)

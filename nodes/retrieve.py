@@ -30,7 +30,6 @@ from langgraph.types import Send
 from graph.algorithms.scoping import mentioned_filters, scope_to_mentions, unheld_sources
 from graph.algorithms.text import get_analyzer, is_number
 from graph.context import Context
-from graph.providers.local_models import cores_to_spare
 from graph.providers.resources import bounded_index, get_resources
 from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import DataFolderBusy, SearchHit, TenantRequiredError
@@ -56,11 +55,11 @@ def fan_out(state: State) -> list[Send]:
         task = RetrieveTask(question=state["question"], sub_query=q, index=i, kind="sub_query", rag=rag)
         if q in routes:
             task.update(intent=routes[q]["intent"], filters=routes[q]["filters"])
-        tasks.append(task)
+        tasks.append(Send("retrieve", task))
     if rag.get("performance_injection"):
-        tasks.append(RetrieveTask(question=state["question"], sub_query=state["question"], index=len(tasks),
-                                  kind="performance", rag=rag))
-    return [Send("retrieve", RetrieveTask(**task, branches=len(tasks))) for task in tasks]
+        tasks.append(Send("retrieve", RetrieveTask(question=state["question"], sub_query=state["question"],
+                                                   index=len(tasks), kind="performance", rag=rag)))
+    return tasks
 
 
 def fan_out_bridge(state: State) -> list[Send]:
@@ -164,8 +163,8 @@ def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, list[float] | 
 def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     """One branch: the dense and the lexical list for one sub-query, gated inside the engine.
 
-    Reads the `Send` payload `task` (question, sub_query, index, kind, rag, branches; a part's own intent
-    and filters when it has a route of its own), not the state. Writes
+    Reads the `Send` payload `task` (question, sub_query, index, kind, rag; a part's own intent and
+    filters when it has a route of its own), not the state. Writes
     `hits` (this branch's lists, keyed `retrieve[i]`, plus one per scoped search the first branch
     runs), `scoped_queries`, `sources_named` and `sources_unheld` (first branch only) and `errors`
     (degradations: lexical-only search, unscoped search, malformed hits)."""
@@ -194,9 +193,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         if is_part and not part_needs_vector(policy.retrieval.part_vectors, language, _languages(index, rag)):
             vectors = {collection: None for collection in rag["collections"]}
         else:
-            # A question searched in a single branch has the cores to itself while it is embedded.
-            with cores_to_spare(task.get("branches") == 1):
-                vectors = vectors_by_collection(ctx, index, rag["collections"], task["sub_query"], problems)
+            vectors = vectors_by_collection(ctx, index, rag["collections"], task["sub_query"], problems)
         limit = int(rag["profile"]["k"])
         results[key] = _search(ctx, index, rag, vectors=vectors, sparse=analyzer.query_vector(task["sub_query"], language),
                                filters=filters, limit=limit, kind=task["kind"], sub_query=task["sub_query"],

@@ -5,7 +5,6 @@ files hashed, what the models say, the providers, the LangChain compressor and b
 from __future__ import annotations
 
 import shutil
-import threading
 import types
 
 import numpy as np
@@ -17,7 +16,7 @@ from graph.algorithms.passages import best_window
 from graph.algorithms.text import corpus_language, get_analyzer
 from graph.context import Context
 from graph.policy import load_policy
-from graph.providers.local_models import BgeSmallEmbeddings, LocalModelError, cores_to_spare, model_folder
+from graph.providers.local_models import BgeSmallEmbeddings, LocalModelError, model_folder
 from graph.providers.relevance import (
     CROSS_ENCODER,
     CrossEncoderRelevance,
@@ -127,48 +126,6 @@ def test_questions_take_one_thread_sessions_alone_or_together_and_a_batch_every_
     assert used == [] and model._free.qsize() == 2 and not model._wide_lock.locked()
     bge.embed_documents([RETURNS * 4, WEATHER * 4])  # a batch of more than SMALL_CALL_TOKENS
     assert used == ["wide"]
-
-
-def test_a_question_alone_takes_every_core_when_its_caller_has_them_to_spare(monkeypatch):
-    # Inside `cores_to_spare` a short call takes the many-thread session and gets the vector a one-thread
-    # session gives; it keeps to one core when the caller says otherwise, when the many-thread session is
-    # busy (no waiting for it), and while another call of the model is under way.
-    monkeypatch.setattr(local_models, "model_threads", lambda: 2)
-    bge = BgeSmallEmbeddings()
-    model = bge._model
-    used: list[str] = []
-    wide_run = model._wide.run
-    monkeypatch.setattr(model._wide, "run", lambda *a: used.append("wide") or wide_run(*a), raising=False)
-    one_core = np.array(bge.embed_query(QUESTION))
-    assert used == []
-    with cores_to_spare():
-        every_core = np.array(bge.embed_query(QUESTION))
-    assert used == ["wide"] and np.allclose(one_core, every_core, atol=1e-4)
-    with cores_to_spare(False):
-        bge.embed_query(QUESTION)
-    with model._wide_lock, cores_to_spare():
-        assert np.allclose(bge.embed_query(QUESTION), one_core, atol=1e-4)
-    assert used == ["wide"]
-
-    started, release = threading.Event(), threading.Event()
-    held = model._free.get()
-    held_run = held.run
-
-    def slow_run(*a):
-        started.set()
-        release.wait(10)
-        return held_run(*a)
-
-    monkeypatch.setattr(held, "run", slow_run, raising=False)
-    model._free.put(held)  # the next one-thread call takes it (last in, first out)
-    other = threading.Thread(target=bge.embed_query, args=(RETURNS,))
-    other.start()
-    assert started.wait(10)
-    with cores_to_spare():
-        assert np.allclose(bge.embed_query(QUESTION), one_core, atol=1e-4)
-    release.set()
-    other.join(10)
-    assert used == ["wide"] and model._calls == 0 and model._free.qsize() == 2
 
 
 def test_cross_encoder_scores_relevance_between_0_and_1():

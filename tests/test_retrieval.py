@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-import graph.providers.local_models as local_models
 import nodes.retrieve as retrieve_mod
 from graph.algorithms.fusion import RRF_K, reciprocal_rank_fusion
 from graph.algorithms.passages import best_sentence_match
@@ -284,36 +283,6 @@ def test_render_performance_snapshot_reads_the_numbers():
     assert "CTR 3.40%" in text and "CVR 2.10%" in text
     assert "CPC 1.85" in text and "ROAS 4.2" in text
     assert "status active" in text
-
-
-def test_a_question_searched_in_one_branch_is_embedded_with_the_cores_to_spare(ask, monkeypatch):
-    # Each branch knows how many run in its round; only a lone one tells a local model it may take every core.
-    seen: list[tuple[str, bool]] = []
-    embed = retrieve_mod.vectors_by_collection
-
-    def recording(ctx, index, collections, text, problems, **kw):
-        seen.append((text, local_models._CORES_TO_SPARE.get()))
-        return embed(ctx, index, collections, text, problems, **kw)
-
-    monkeypatch.setattr(retrieve_mod, "vectors_by_collection", recording)
-    simple = "Qual foi a taxa de devolução online?"
-    state = ask(simple)
-    assert not state.get("sub_queries") and seen == [(simple, True)]
-    seen.clear()
-    split = "Compare as vendas de inverno de 2025 e 2026 e quais ações o playbook recomenda?"
-    state = ask(split)
-    assert len(state["sub_queries"]) == 3 and seen and not any(spare for _, spare in seen)
-    assert not local_models._CORES_TO_SPARE.get()
-
-
-def test_fan_out_tells_each_branch_how_many_run_in_its_round():
-    rag = {"collections": ["c"], "performance_injection": True}
-    sends = retrieve_mod.fan_out({"question": "q", "sub_queries": ["a", "b"], "rag": rag})
-    assert [s.arg["sub_query"] for s in sends] == ["q", "a", "b", "q"]
-    assert [s.arg["kind"] for s in sends][-1] == "performance"
-    assert {s.arg["branches"] for s in sends} == {4}
-    rag["performance_injection"] = False
-    assert [s.arg["branches"] for s in retrieve_mod.fan_out({"question": "q", "rag": rag})] == [1]
 
 
 def test_performance_question_adds_performance_branch(ask, corpus):

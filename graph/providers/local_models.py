@@ -16,7 +16,6 @@ checked the first time a model loads, so a changed or corrupt install fails with
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.metadata
@@ -24,7 +23,6 @@ import importlib.util
 import os
 import queue
 import threading
-from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -114,28 +112,10 @@ def model_threads() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-# Set by `cores_to_spare`: the caller's request runs nothing beside its model calls.
-_CORES_TO_SPARE: ContextVar[bool] = ContextVar("ragate_cores_to_spare", default=False)
-
-
-@contextlib.contextmanager
-def cores_to_spare(spare: bool = True):
-    """Within this block a short model call may take every core (the many-thread session) instead of one:
-    the caller says nothing else of its request runs meanwhile (a question searched in a single branch). It
-    does so only when no other call of the model is under way in the process; otherwise, as under load
-    from other requests, it keeps to one core."""
-    token = _CORES_TO_SPARE.set(spare)
-    try:
-        yield
-    finally:
-        _CORES_TO_SPARE.reset(token)
-
-
 class OnnxModel:
     """One ONNX model and its tokenizer: one session that uses every core (up to 4) for a batch, and a
     pool of single-threaded sessions, one per core, for short texts (a question, and the parts of one when
-    they are embedded), each run in its caller's thread; a short call alone in the process takes the
-    many-thread session when its caller has cores to spare (`cores_to_spare`).
+    they are embedded), each run in its caller's thread.
 
     The parallel retrieve branches of a split question each embed a twenty-token text at the same
     moment. The one many-thread session ran them one after another at ~7.5 ms each; two one-thread
@@ -176,8 +156,6 @@ class OnnxModel:
         self._free: queue.LifoQueue = queue.LifoQueue()
         for session in sessions:
             self._free.put(session)
-        self._calls_lock = threading.Lock()
-        self._calls = 0  # calls under way, any session
 
     def encode(self, texts: Sequence[str] | Sequence[tuple[str, str]], max_tokens: int) -> list:
         """Token encodings, each cut to `max_tokens` (a pair: the longer of its two texts is cut first, so
@@ -204,30 +182,15 @@ class OnnxModel:
         if ids.size > self.SMALL_CALL_TOKENS:
             with self._wide_lock:
                 return self._wide.run(None, feeds)[0]
-        with self._calls_lock:
-            self._calls += 1
-            alone = self._calls == 1
+        # A small call takes a one-thread session in the caller's thread, even alone. On its own the many-thread
+        # session embeds a 70-token question sooner (8.5 ms against 13.2), but in the graph its second thread
+        # competes for the two cores with the branches searching beside it: on MultiHop-RAG dev questions, the
+        # whole retrieval ran 43.3 ms p50 this way against 53.5 with it (bench/RESULTS.md).
+        session = self._free.get()  # a free one-thread session, or wait for one
         try:
-            # A question alone, whose caller has the cores to spare: on two cores the many-thread session
-            # embeds a MultiHop-RAG question in 6.8 ms against 8.1 on one thread, and SciFact's retrieval ran
-            # 15.6 → 15.0 ms p50 with it (bench/RESULTS.md).
-            if alone and _CORES_TO_SPARE.get() and self._wide_lock.acquire(blocking=False):
-                try:
-                    return self._wide.run(None, feeds)[0]
-                finally:
-                    self._wide_lock.release()
-            # Otherwise a one-thread session in the caller's thread. Beside the branches searching next to
-            # it, the many-thread session's second thread competes for the two cores: on MultiHop-RAG dev
-            # questions, the whole retrieval ran 43.3 ms p50 with one-thread sessions against 53.5 with it
-            # (bench/RESULTS.md).
-            session = self._free.get()  # a free one-thread session, or wait for one
-            try:
-                return session.run(None, feeds)[0]
-            finally:
-                self._free.put(session)
+            return session.run(None, feeds)[0]
         finally:
-            with self._calls_lock:
-                self._calls -= 1
+            self._free.put(session)
 
 
 def length_batches(encodings: list, batch_tokens: int) -> list[list[int]]:
