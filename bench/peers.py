@@ -330,7 +330,9 @@ def paired_latency(callers: dict[str, Callable[[str], Any]], queries, forget: Ca
 def paired_summary(latency: dict[str, list[float]], seed: int = 0) -> dict[str, Any]:
     """Each system's p50 / p95 on the paired pass and, for each one after the first, the first's p50
     and p95 divided by its own, with 95% intervals from resampling the queries (the same resample for
-    both systems: the pairs stay paired), and the share of queries the first answered sooner."""
+    both systems: the pairs stay paired), and the share of queries the first answered sooner. `by_place`:
+    each system's p50 over the queries where it ran 1st, 2nd, ... (`paired_latency`'s rotation): what
+    ran just before a system changes its time, through the caches it left."""
     import numpy as np
 
     names = list(latency)
@@ -338,6 +340,11 @@ def paired_summary(latency: dict[str, list[float]], seed: int = 0) -> dict[str, 
     rng = np.random.default_rng(seed)
     resamples = rng.integers(0, len(first), size=(BOOTSTRAP_SAMPLES, len(first)))
     out: dict[str, Any] = {"systems": {n: percentiles(latency[n]) for n in names}, "against": {}}
+    # Query i starts with system i mod n, so system s runs in place (s - i) mod n.
+    out["by_place"] = {}
+    for s, name in enumerate(names):
+        at = [[ms for i, ms in enumerate(latency[name]) if (s - i) % len(names) == place] for place in range(len(names))]
+        out["by_place"][name] = [round(float(np.percentile(v, 50)), 3) if v else None for v in at]
     for name in names[1:]:
         other = np.asarray(latency[name], dtype=float)
         row: dict[str, Any] = {"faster_share": round(float((first < other).mean()), 3)}
@@ -396,6 +403,7 @@ def markdown(report: dict[str, Any]) -> str:
                        "order rotating; ratios with 95% bootstrap intervals):"), "",
                   f"| system | p50 ms | p95 ms | {first} p50 ÷ this | {first} p95 ÷ this | {first} sooner on |",
                   "|---|---:|---:|---:|---:|---:|"]
+        places = paired.get("by_place") or {}
         for name, lat in paired["systems"].items():
             row = paired["against"].get(name)
             cells = ["—", "—", "—"] if row is None else [
@@ -403,6 +411,10 @@ def markdown(report: dict[str, Any]) -> str:
                 f"{row['p95_ratio']:.2f} [{row['p95_ratio_ci95'][0]:.2f}, {row['p95_ratio_ci95'][1]:.2f}]",
                 f"{row['faster_share']:.0%}"]
             lines.append(f"| {name} | {lat['p50']:.1f} | {lat['p95']:.1f} | " + " | ".join(cells) + " |")
+        if places:
+            lines += ["", "p50 ms by place in the query's order (1st / 2nd / …; what ran just before a system changes "
+                          "its time): " + "; ".join(f"{name} " + " / ".join("—" if v is None else f"{v:.1f}" for v in row)
+                                                    for name, row in places.items()) + "."]
     busy = {n: r["cpu"].get("others_busy") for n, r in report["systems"].items() if r.get("cpu")}
     if any(v is not None and v > 0.15 for v in busy.values()):
         lines.append("Warning: other processes kept the machine busy ("

@@ -128,6 +128,10 @@ def test_paired_summary_ratios_and_intervals(peers):
     low, high = row["p50_ratio_ci95"]
     assert low == high == 0.5  # every pair is exactly half: every resample is too
     assert summary["systems"]["ragate full"]["p50"] == 30.0
+    # Query i starts with system i mod 2: ragate ran 1st on queries 0, 2, 4 and 2nd on 1, 3.
+    assert summary["by_place"] == {"ragate full": [30.0, 30.0], "BM25Retriever": [60.0, 60.0]}
+    three = peers.paired_summary({"a": [1.0, 2.0, 3.0], "b": [4.0, 5.0, 6.0], "c": [7.0, 8.0, 9.0]})
+    assert three["by_place"] == {"a": [1.0, 3.0, 2.0], "b": [5.0, 4.0, 6.0], "c": [9.0, 8.0, 7.0]}
     mixed = peers.paired_summary({"ragate full": [10.0, 50.0, 30.0, 70.0], "BM25Retriever": [20.0, 40.0, 40.0, 60.0]})
     row = mixed["against"]["BM25Retriever"]
     assert row["faster_share"] == 0.5
