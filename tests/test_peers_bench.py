@@ -1,5 +1,5 @@
-"""bench/peers.py: ragate and the LangChain peers on the same chunks, on a tiny MultiHop-RAG corpus
-(needs the `bench` extra; skipped without it)."""
+"""bench/peers.py: ragate and the LangChain peers on the same chunks, on a tiny MultiHop-RAG corpus (that
+run needs the `bench` extra and is skipped without it; the harness's own functions are tested without)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-for _module in ("langchain_community", "langchain_classic", "rank_bm25"):
-    pytest.importorskip(_module)
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "peers.py"
 
@@ -27,6 +24,13 @@ ARTICLES = [
     ("https://news.example/bike-lanes", "City approves bike lanes",
      "The city council approved forty kilometres of protected bike lanes on Monday."),
 ]
+
+
+@pytest.fixture
+def bench_extra():
+    """The peers themselves (the `bench` extra)."""
+    for module in ("langchain_community", "langchain_classic", "rank_bm25"):
+        pytest.importorskip(module)
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +73,7 @@ def test_documents_are_the_chunks_as_embedded_and_scored_on_their_text(peers):
     assert peers.word_tokens("Acme's BOOSTER, landed.") == ["acme", "s", "booster", "landed"]
 
 
-def test_every_system_on_the_same_chunks_and_queries(peers, tmp_path, capsys):
+def test_every_system_on_the_same_chunks_and_queries(peers, bench_extra, tmp_path, capsys):
     data, home, out = write_corpus(tmp_path / "mh"), tmp_path / "home", tmp_path / "out"
     code = peers.main(["--dataset", "multihop-rag", "--data-dir", str(data), "--home", str(home), "--out", str(out),
                        "--quiet"])
@@ -98,6 +102,7 @@ def test_every_system_on_the_same_chunks_and_queries(peers, tmp_path, capsys):
         low, high = row["p50_ratio_ci95"]
         assert low <= row["p50_ratio"] <= high and 0.0 <= row["faster_share"] <= 1.0
     assert "Paired latency (2 queries" in printed
+    assert set(paired["by_place"]) == set(peers.PAIRED) and "p50 ms by place in the query's order" in printed
     rows = [json.loads(line) for line in (out / "peers_per_query.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and set(peers.SYSTEMS) <= set(rows[0])
     assert set(rows[0]["paired_latency_ms"]) == set(peers.PAIRED)
