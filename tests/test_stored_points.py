@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from qdrant_edge import SparseVector
 
+from graph.context import Context
 from graph.providers.vectorstore import ChunkRecord, EdgeVectorIndex, StoredPoints, payload_test, point_id
 
 DIMS = 8
@@ -182,7 +183,7 @@ def test_the_embedded_engines_reads_run_in_the_callers_thread(index, monkeypatch
         raise AssertionError("a read of the embedded engine went to the pool")
 
     monkeypatch.setattr(resources, "_engine_pool", no_pool)
-    bounded = resources.BoundedIndex(index, 5.0)
+    bounded = resources.bounded_index(Context(home=str(index.home), tenant="acme", provider_timeout_s=5.0), index)
     asked = _ids("acme", docs=[0, 3])
     assert len(bounded.fetch("docs", "acme", asked)) == len(asked)
     found = bounded.features("docs", tenant="acme", point_ids=asked, similarity_to=[0.1] * DIMS, match_terms=[1, 2],

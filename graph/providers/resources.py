@@ -93,7 +93,7 @@ class EngineTimeout(TimeoutError):
     """A read of the embedded engine did not finish within the provider timeout."""
 
 
-# Reads of the embedded engine run here, so that a caller can stop waiting for one. A read that
+# Reads of an index `bounded_index` wraps run here, so that a caller can stop waiting for one. A read that
 # never returns keeps its thread; once every thread is held, later reads time out in the queue
 # (still within the deadline) instead of hanging the graph.
 _ENGINE_THREADS = 16
@@ -111,21 +111,15 @@ def _engine_pool() -> ThreadPoolExecutor:
 
 class BoundedIndex:
     """An index whose reads (`search`, `features`, `fetch`, `values`) each fail with EngineTimeout after
-    `timeout_s`, unless its reads hold the GIL (`READS_HOLD_GIL`); everything else is the index's own."""
+    `timeout_s`; everything else is the index's own."""
 
     def __init__(self, inner: VectorIndex, timeout_s: float):
         self.inner, self.timeout_s = inner, timeout_s
-        # A read that holds the GIL until it returns cannot be stopped waiting for: the waiting thread needs the
-        # GIL to notice its deadline, so it raises only once the read is over, and throws the answer away. Such
-        # reads run in the caller's thread: the hand-off to the pool and back cost ~0.4 ms a read for nothing.
-        self.deadline_holds = not getattr(inner, "READS_HOLD_GIL", False)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
     def _bounded(self, name: str, *args: Any, **kwargs: Any) -> Any:
-        if not self.deadline_holds:
-            return getattr(self.inner, name)(*args, **kwargs)
         future = _engine_pool().submit(getattr(self.inner, name), *args, **kwargs)
         try:
             return future.result(timeout=self.timeout_s)
@@ -151,10 +145,16 @@ _bounded: dict[tuple[int, float], BoundedIndex] = {}
 
 def bounded_index(ctx: Context, index: VectorIndex | None = None) -> VectorIndex:
     """`index` (default: the run's) with its reads held to `ctx.provider_timeout_s` (one wrapper per
-    index and timeout, reused). The wrapper's `inner` is the index itself."""
+    index and timeout, reused), where a deadline can hold; the index itself where none can. The wrapper's
+    `inner` is the index itself."""
     index = index if index is not None else vector_index_for(ctx)
     if ctx.vector_store != "embedded" or isinstance(index, BoundedIndex):
         return index  # the server's client applies the timeout itself
+    if getattr(index, "READS_HOLD_GIL", False):
+        # A read that keeps the GIL until it returns cannot be stopped waiting for: the waiting thread needs the
+        # GIL to notice its deadline, so it raises only once the read is over, and throws the answer away. Such
+        # reads run in the caller's thread: the hand-off to the pool and back cost ~0.4 ms a read for nothing.
+        return index
     key = (id(index), float(ctx.provider_timeout_s))
     wrapper = _bounded.get(key)
     if wrapper is None or wrapper.inner is not index:
