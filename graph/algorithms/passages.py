@@ -63,7 +63,8 @@ def best_sentence_match(texts: Sequence[str], parts: Sequence[set],
     df = Counter(t for chunk in held for sentence in chunk for t in sentence)
     n = sum(len(chunk) for chunk in sentences)
     idf = {t: math.log(1 + n / (1 + df[t])) for t in wanted}
-    weighed = [(part, total) for part, total in ((part, sum(idf[t] for t in part)) for part in parts) if total]
+    totals = [(part, sum(idf[t] for t in part)) for part in parts]
+    weighed = [(part, total) for part, total in totals if total]  # a part without terms matches nothing
     best = []
     for chunk in held:
         # A sentence's sum over its own terms: each holds a few of the part's.
