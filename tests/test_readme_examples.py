@@ -52,6 +52,8 @@ How each block runs (the exceptions are marked *):
   `RAGATE_README_EVAL=1` runs them as written.
 * The judge on labelled answers — as written when ../shared/datasets exists (~20 s), its `/tmp/gset`
   a folder of the test's (a fixed /tmp path would be shared by concurrent runs and left behind).
+* The reader alone — `ragate doctor` as written; the `ragate eval reader` line parsed and its data folder read
+  (the run itself takes minutes: `RAGATE_README_EVAL=1` runs it as written).
 
 Why not pytest-examples (PyPI, installable here): it collects and runs Python blocks only (and lints
 them with ruff and black); all but two of the README's examples are shell, and those two need the
@@ -537,6 +539,40 @@ def judge_on_labelled_answers(block: Block, request) -> None:
     assert "unfaithful_caught" in done.stdout and (checkout / "out" / "groundedness" / "results.json").is_file()
 
 
+def reader_alone(block: Block, request) -> None:
+    """`ragate doctor` as written (offline, a second or two); the `ragate eval reader` line through ragate's own
+    parser and its data folder checked, or, with RAGATE_README_EVAL=1, as written (minutes: it reads every held-aside
+    set and translates BoolQ's once)."""
+    checkout = request.getfixturevalue("checkout")
+    tmp_path = request.getfixturevalue("tmp_path")
+    lines = [line for line in block.text.splitlines() if line.strip()]
+    doctor = [line for line in lines if line.startswith("ragate doctor")]
+    evals = [line for line in lines if line.startswith("ragate eval reader")]
+    assert doctor and evals and len(doctor) + len(evals) == len(lines), lines
+    env = example_env(checkout, tmp_path / "home")
+    done = ok(run_bash("\n".join(doctor), cwd=checkout, env=env, timeout=TIMEOUT))
+    assert done.stdout.startswith("reader") and " ok: " in done.stdout.splitlines()[0], done.stdout
+    if not SHARED.is_dir():
+        pytest.skip(f"no {SHARED}: the `ragate eval reader` line reads the public datasets there")
+    if os.environ.get("RAGATE_README_EVAL") == "1":
+        ok(run_bash("\n".join(evals), cwd=checkout, env=env, timeout=3600))
+        assert (checkout / "out" / "reader" / "reader.json").is_file()
+        return
+    check = ("import shlex, sys\n"
+             "from pathlib import Path\n"
+             "from graph.entrypoints.cli import build_parser\n"
+             "from graph.evaluation.reader_sets import reader_sets\n"
+             "for line in sys.argv[1:]:\n"
+             "    args = build_parser().parse_args(shlex.split(line.split('#')[0])[1:])\n"
+             "    sets = reader_sets(Path(args.data_dir))\n"
+             "    assert sets.eval_spans and sets.eval_yesno and sets.eval_nli, args.data_dir\n"
+             "    print(args.eval_command, 'ok')\n")
+    done = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", check, *evals], cwd=checkout, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+    assert done.returncode == 0, explain(done)
+    assert done.stdout.count(" ok") == len(evals), done.stdout
+
+
 # Examples that fail because of a known code bug being fixed elsewhere: (runner name, variant suffix) ->
 # reason, run as xfail(strict=True) so the fix turns them into a failure to remove from here. Empty now:
 # keyless `make serve` answering 403 on /runs (the SDK example without a key) was fixed in server_auth.
@@ -567,6 +603,7 @@ RUNNERS = [
     Example("evaluation", lambda b: "ragate eval retrieval" in b.text or "ragate eval answers" in b.text,
             [("", evaluation, [])]),
     Example("judge", lambda b: "ragate eval groundedness" in b.text, [("", judge_on_labelled_answers, [])]),
+    Example("reader", lambda b: "ragate eval reader" in b.text, [("", reader_alone, [])]),
 ]
 
 

@@ -38,6 +38,8 @@ DATA = ["langgraph.json", "policies/rag.yaml", "prompts/compose.yaml", "prompts/
         "prompts/deterministic.yaml", "prompts/judge.yaml", "samples/README.md", "samples/questions.md",
         "samples/acme/documents.jsonl", "samples/acme/performance.jsonl", "samples/globex/documents.jsonl"]
 WEB = ["index.html", "app.js", "style.css"]
+# The reader ragate trains and ships (graph/providers/reader.py): int8 ONNX, its tokenizer and their manifest.
+READER_FILES = ["reader-int8.onnx", "tokenizer.json", "manifest.json"]
 # What a build may leave in a source tree (setuptools' build/ and egg-info, a stray copy of the
 # package data): none of it may appear in the repository.
 LEFTOVERS = ("build", "dist", "ragate.egg-info", "graph/_data", "nodes/_data")
@@ -122,6 +124,7 @@ def test_the_wheel_holds_both_packages_the_question_page_and_the_data(dist):
     assert {"graph/__init__.py", "graph/assets.py", "graph/entrypoints/cli.py", "nodes/__init__.py"} <= names
     assert {f"graph/entrypoints/web/{f}" for f in WEB} <= names
     assert {f"graph/_data/{f}" for f in DATA} <= names
+    assert {f"graph/providers/reader_files/{f}" for f in READER_FILES} <= names
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert not [n for n in names if n.split("/")[0] not in ("graph", "nodes") and ".dist-info/" not in n]
     assert "ragate = graph.entrypoints.cli:main" in scripts
@@ -182,6 +185,16 @@ def test_ragate_demo_from_the_wheel_answers_with_citations(venv, tmp_path):
     cited = [line.removeprefix("citations: ").split(", ") for line in out.splitlines() if line.startswith("citations: ")]
     assert len(cited) >= len(DEMO_QUESTIONS) // 2, out  # most demo questions are answered from the samples
     assert {doc for docs in cited for doc in docs} <= sample_ids, cited
+
+
+def test_the_reader_loads_from_the_wheel(venv):
+    """`ragate doctor` from the installed wheel: the reader's files are package data, hash-checked and loaded."""
+    out = run([venv["ragate"], "doctor"], timeout=120, cwd=venv["workdir"], env=clean_env()).stdout
+    first = out.splitlines()[0]
+    assert first.startswith("reader") and " ok: " in first, out
+    probe = "from graph.providers.reader import READER_FOLDER; print(READER_FOLDER)"
+    folder = Path(run([venv["python"], "-c", probe], timeout=60, cwd=venv["workdir"], env=clean_env()).stdout.strip())
+    assert folder == venv["site"] / "graph" / "providers" / "reader_files"
 
 
 def test_ragate_ingest_and_ask_json_from_the_wheel(venv, home_with_a_document):

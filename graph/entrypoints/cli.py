@@ -465,6 +465,61 @@ def cmd_eval_groundedness(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_reader(args: argparse.Namespace) -> int:
+    """Measure the reader alone on the held-aside parts of its sets, and on any SQuAD or entailment file given."""
+    from graph.evaluation.reader_eval import markdown as reader_markdown
+    from graph.evaluation.reader_eval import run_reader_eval
+    from graph.evaluation.reader_sets import ReaderDataError
+    from graph.providers.reader import ReaderUnavailable, load_reader
+
+    data_dir = Path(args.data_dir) if args.data_dir else None
+    if data_dir is None and not (args.squad or args.nli):
+        default = settings.path("RAGATE_DATASETS")
+        data_dir = default if default.is_dir() else None
+    if data_dir is not None and not data_dir.is_dir():
+        print(f"ragate eval reader: {data_dir}: no such folder (expected faquad/train.json and reader/<set>/..., "
+              "as laid out in the README's evaluation section)", file=sys.stderr)
+        return 2
+    if data_dir is None and not (args.squad or args.nli):
+        print("ragate eval reader: no data: give --data-dir (or set RAGATE_DATASETS), --squad FILE or --nli FILE",
+              file=sys.stderr)
+        return 2
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        reader = load_reader()
+        result = run_reader_eval(reader, data_dir, out_dir, squad_files=[Path(f) for f in args.squad or []],
+                                 nli_files=[Path(f) for f in args.nli or []], language=args.language,
+                                 progress=(lambda _: None) if args.quiet else
+                                 (lambda message: print(f"... {message}", file=sys.stderr, flush=True)))
+    except (ReaderUnavailable, ReaderDataError, ProviderError) as exc:
+        print(f"ragate eval reader: {exc}", file=sys.stderr)
+        return 2
+    print(reader_markdown(result))
+    path = out_dir / "reader.json"
+    path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    """What the embedded default can run on this machine: each local model, loaded and checked, in one line."""
+    from graph.providers.reader import reader_status
+
+    rows = [("reader", reader_status())]
+    for name in ("bge-small", "ms-marco-minilm"):
+        try:
+            from graph.providers.local_models import model_folder
+
+            model_folder(name)
+            rows.append((name, "ok"))
+        except ProviderError as exc:
+            rows.append((name, str(exc)))
+    for name, status in rows:
+        print(f"{name:16} {status}")
+    return 0 if all(status.startswith("ok") for _, status in rows) else 1
+
+
 def _eval_flags(p: argparse.ArgumentParser, folders: str, corpus: str, queries: str) -> None:
     """The flags `eval retrieval` and `eval answers` share (default folders and file names vary)."""
     p.add_argument("--data-dir", dest="data_dir",
@@ -582,6 +637,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--home", help="data folder (embedding cache; default: $RAGATE_HOME or ./.ragate)")
     _policy_and_model_flags(p)
     p.set_defaults(func=cmd_eval_groundedness)
+
+    p = eval_sub.add_parser("reader", help="the reader alone: span EM/F1, no-answer, yes/no and entailment accuracy, "
+                                           "speed, on the held-aside parts of its sets")
+    p.add_argument("--out", required=True, help="write reader.json (and the Portuguese BoolQ it translates) here")
+    p.add_argument("--data-dir", dest="data_dir",
+                   help="the datasets folder: faquad/train.json, reader/{xquad,squad2_pt,boolq,assin,sick}/... "
+                        "(default: $RAGATE_DATASETS, else ../shared/datasets)")
+    p.add_argument("--squad", action="append", help="also a SQuAD-format file (span EM/F1, no-answer); repeatable")
+    p.add_argument("--nli", action="append",
+                   help="also an entailment JSONL file (premise, hypothesis, label); repeatable")
+    p.add_argument("--language", default="en", help="language of the --squad files (en, pt)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=cmd_eval_reader)
+
+    p = sub.add_parser("doctor", help="check the local models (the reader, bge-small, the cross-encoder) load")
+    p.set_defaults(func=cmd_doctor)
     return parser
 
 
