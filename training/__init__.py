@@ -1,0 +1,1 @@
+"""Training code for the models ragate ships (not part of the ragate package)."""

@@ -1,0 +1,1 @@
+"""The reader: data, model, training, export (see MODEL_CARD.md)."""
