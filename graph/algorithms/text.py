@@ -14,9 +14,10 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from qdrant_edge import Bm25, Bm25Config
+if TYPE_CHECKING:
+    from qdrant_edge import Bm25
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -341,6 +342,9 @@ class Analyzer:
     def model(self, lang: str) -> Bm25:
         name = self._languages.get(lang) or next(iter(self._languages.values()))
         if name not in self._models:
+            # The engine's module is loaded on the first text analysed, not when an algorithm is imported.
+            from qdrant_edge import Bm25, Bm25Config
+
             self._models[name] = Bm25(Bm25Config(language=name))
         return self._models[name]
 
