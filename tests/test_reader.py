@@ -292,3 +292,20 @@ def test_statements_asked_as_yes_no_questions():
     made = yes_no_from_entailment(pairs, rng, share=1.0)
     assert [ex.label for ex in made] == ["yes", "no", "not_stated"]  # "not entailment" says neither
     assert all(ex.second == "Um homem toca violão" for ex in made)
+
+
+def test_questions_an_llm_wrote_are_kept_only_when_the_passage_decides_them():
+    from training.reader.generate import checked_questions
+
+    passage = "The campaign ran for six weeks. It stayed below the minimum ROAS of 3.0 set by the brand."
+    reply = ('Sure! {"yes_question": "Did the campaign run for six weeks?", "yes_sentence": "The campaign ran for '
+             'six weeks.", "no_question": "Did the campaign reach the ROAS the brand asked for?", "no_sentence": '
+             '"It stayed below the   minimum ROAS of 3.0 set by the brand."}')
+    kept, dropped = checked_questions(reply, passage)
+    assert kept == [("Did the campaign run for six weeks?", "yes"),
+                    ("Did the campaign reach the ROAS the brand asked for?", "no")] and dropped == []
+    invented = reply.replace("ran for six weeks.\"", "ran for ten weeks.\"")
+    assert checked_questions(invented, passage)[1] == ["yes: sentence not in the passage"]
+    copied = reply.replace("Did the campaign run for six weeks?", "The campaign ran for six weeks?")
+    assert checked_questions(copied, passage)[1] == ["yes: copies the sentence"]
+    assert checked_questions("no idea", passage) == ([], ["no JSON"])

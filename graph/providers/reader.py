@@ -16,7 +16,6 @@ is the best over them, its no-answer score the lowest, its yes/no the window mos
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import threading
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
+from graph.providers.local_models import file_sha256
 from graph.providers.specs import ProviderError
 
 READER_FOLDER = Path(__file__).resolve().parent / "reader_files"
@@ -61,14 +61,6 @@ class Choice:
         return self.probabilities[self.label]
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=-1, keepdims=True))
     return e / e.sum(axis=-1, keepdims=True)
@@ -96,7 +88,7 @@ class Reader:
             path = folder / name
             if not path.is_file():
                 raise ReaderUnavailable(f"reader: {path} is missing (reinstall ragate, or rebuild it: make reader)")
-            if _sha256(path) != entry["sha256"]:
+            if file_sha256(path) != entry["sha256"]:
                 raise ReaderUnavailable(f"reader: {path} is corrupt (its SHA-256 is not the one in {MANIFEST}); "
                                         "reinstall ragate")
         onnx_name = next(name for name in files if name.endswith(".onnx"))

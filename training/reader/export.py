@@ -10,7 +10,6 @@ prints how far the int8 logits are from the float ones on a few real windows.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import tempfile
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from graph.providers.local_models import file_sha256
 from training.reader.base_weights import build_tokenizer, read_base_weights
 from training.reader.features import MAX_LENGTH, NLI_LENGTH, STRIDE
 from training.reader.model import NLI_LABELS, YESNO_LABELS, Reader
@@ -32,14 +32,6 @@ SAMPLES = [
     ("What was the average refund time after the process changes?",
      "After the process changes, the average refund time fell from 16 to 8 business days."),
 ]
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def export(model_path: Path, out: Path, keep_float: Path | None = None) -> dict:
@@ -90,7 +82,7 @@ def export(model_path: Path, out: Path, keep_float: Path | None = None) -> dict:
     manifest = {
         "model": "ragate reader: multilingual-e5-small (en+pt vocabulary) cut to "
                  f"{state['layers']} layers, span / yes-no / entailment heads",
-        "files": {name: {"sha256": sha256(out / name), "bytes": (out / name).stat().st_size}
+        "files": {name: {"sha256": file_sha256(out / name), "bytes": (out / name).stat().st_size}
                   for name in (ONNX_NAME, "tokenizer.json")},
         "inputs": ["input_ids", "attention_mask"],
         "outputs": OUTPUTS,

@@ -43,6 +43,7 @@ from training.reader.synthetic import (
     sentence_contradictions,
     yes_no_from_entailment,
 )
+from training.reader.generate import read_generated
 from training.reader.translate import TranslationCache, make_translations
 
 REPO_RUNS = Path(__file__).resolve().parent / "runs"
@@ -67,7 +68,8 @@ def not_stated_pairs(items: list[PairExample], rng: random.Random, share: float)
 
 
 def training_data(data: Path, cache: Path, seed: int, tokenizer, asked_share: float = 0.0,
-                  english_span_passes: int = 1, changed_sentences: int = 0) -> dict[str, list]:
+                  english_span_passes: int = 1, changed_sentences: int = 0,
+                  generated: Path | None = None) -> dict[str, list]:
     rng = random.Random(seed)
     sets = reader_sets(data)
     made = make_translations(sets, TranslationCache(cache))
@@ -79,6 +81,8 @@ def training_data(data: Path, cache: Path, seed: int, tokenizer, asked_share: fl
     yesno = sets.train_yesno + made["yesno"]
     # BoolQ is the smallest set for the hardest reading (2,452 questions): each epoch reads it twice.
     yesno = yesno * YESNO_PASSES + not_stated_pairs(yesno, rng, share=0.5)
+    if generated:  # yes/no questions a local LLM wrote over the training passages (generate.py), checked there
+        yesno += read_generated(generated)
     if asked_share:  # the yes/no head also learns to ask a passage whether it entails a statement
         yesno += yes_no_from_entailment(nli, rng, asked_share)
     spans += [ex for ex in spans if ex.language == "en"] * (english_span_passes - 1)
@@ -89,6 +93,7 @@ def training_data(data: Path, cache: Path, seed: int, tokenizer, asked_share: fl
         "span_windows": sum(f.task == "span" for f in features),
         "yesno": {label: sum(ex.label == label for ex in yesno) for label in (YES, NO, NOT_STATED)},
         "yesno_asked": sum(ex.source.endswith("-asked") for ex in yesno),
+        "yesno_generated": sum(ex.source == "llm-yesno" for ex in yesno),
         "nli": {label: sum(ex.label == label for ex in nli) for label in sorted({ex.label for ex in nli})},
         "nli_synthetic": sum(ex.source.endswith(("-negated", "-self", "-changed", "-same")) for ex in nli),
     }
@@ -154,6 +159,8 @@ def main() -> None:
     parser.add_argument("--changed-sentences", type=int, default=0,
                         help="sentences of the span sets' contexts each paired with itself with a value or a word "
                              "changed to its opposite (contradictions); 0: none")
+    parser.add_argument("--generated", type=Path,
+                        help="yes/no questions written by generate.py (JSON lines) to train on as well")
     parser.add_argument("--init-from", type=Path,
                         help="start from this model.pt (a finished run) instead of the base weights: a second stage "
                              "with a schedule of its own")
@@ -181,7 +188,7 @@ def main() -> None:
     base = read_base_weights()
     tokenizer = build_tokenizer(base)
     data = training_data(args.data, cache, args.seed, tokenizer, args.asked_share, args.english_span_passes,
-                         args.changed_sentences)
+                         args.changed_sentences, args.generated)
     features = data["features"]
     epoch_batches = [batches(features, random.Random(args.seed * 1000 + e), args.max_tokens)
                      for e in range(int(args.epochs + 0.999))]
