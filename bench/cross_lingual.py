@@ -58,7 +58,7 @@ def run(home: Path, questions: Path) -> dict:
         ctx = Context(home=str(home), tenant=item["tenant"])
         asked = ([("pt", item["pt"]), ("en", item["en"])] if "document" in item
                  else [(None, item["unanswerable"])])
-        for language, question in asked:
+        for _language, question in asked:
             state = graph.invoke({"question": question}, context=ctx)
             best = state["reranked"][0]["docId"] if state.get("reranked") else None
             rows.append({"tenant": item["tenant"], "question": question, "language": state.get("language"),

@@ -530,7 +530,7 @@ def ensure_built(args, home: Path, corpus: Corpus, vocab: Vocab, analyzer) -> tu
         f"{info.indexed_vectors_count} indexed vectors")
     du = sum(f.stat().st_size for f in (home / "collections" / COLLECTION).rglob("*") if f.is_file())
     build = {
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "command": command_line(),
         "chunks": done, "docs": len(corpus.docs),
         "prep_s": round(prep_s, 2), "write_s": round(write_s, 2), "flush_s": round(flush_s, 2),
@@ -1360,7 +1360,7 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.graph_tenant < args.tenants:
         ap.error("--graph-tenant must be below --tenants")
 
-    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     home = Path(args.home).expanduser().resolve()
     home.mkdir(parents=True, exist_ok=True)
     analyzer = get_analyzer(load_policy(DEFAULT_POLICY_PATH))

@@ -676,7 +676,7 @@ def fault_figures(args, argv, provider, results, timed, cpu, started, where, que
 
 
 def run(args: argparse.Namespace, argv: list[str]) -> int:
-    started = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    started = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     loadavg_before = os.getloadavg()
     questions = load_questions()
     stop = threading.Event()

@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     home = args.home or str(settings.path("RAGATE_HOME") / "eval")
     progress = not args.quiet
-    started_at = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    started_at = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     try:
         dataset = load_dataset(args.dataset, data_dir=args.data_dir, corpus=args.corpus, queries=args.queries,
                                qrels=args.qrels)

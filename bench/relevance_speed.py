@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                 "question_embedding_p50_ms": figures["question_embedding_ms"]["p50"],
                 "cross_encoder_p50_ms": figures["cross_encoder_ms"]["p50"], "answer_p50_ms": figures["answer_ms"]["p50"]}
     figures["checks"] = {}
-    print(f"\n| figure | measured | ceiling | |\n|---|---:|---:|---|")
+    print("\n| figure | measured | ceiling | |\n|---|---:|---:|---|")
     for name, (op, limit) in CEILINGS.items():
         value = measured[name]
         passed = value is not None and (value >= limit if op == ">=" else value <= limit)

@@ -43,7 +43,7 @@ _EXPORTS = {
     "to_output": "graph.output",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["Context", "InputState", "Ragate", "State", "build_graph", "compile_graph", "to_output"]
 
 
 def __getattr__(name: str) -> Any:

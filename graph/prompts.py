@@ -10,7 +10,7 @@ import yaml
 from graph.assets import PROMPTS_DIR
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _phrasebook() -> dict[str, dict[str, str]]:
     with open(PROMPTS_DIR / "deterministic.yaml", encoding="utf-8") as fh:
         return yaml.safe_load(fh)
@@ -26,7 +26,7 @@ def phrase(language: str, key: str, **values: Any) -> str:
     return phrases(language)[key].format(**values)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def all_templates() -> tuple[str, ...]:
     """Every phrase the deterministic composer and safe response write, in every language: the
     judge does not mistake the composer's own framing for claims about the documents."""
@@ -43,7 +43,7 @@ def all_templates() -> tuple[str, ...]:
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def llm_prompt(name: str) -> dict[str, str]:
     """An LLM prompt file, `prompts/<name>.yaml`: its `system`, `user` (and other) templates."""
     with open(PROMPTS_DIR / f"{name}.yaml", encoding="utf-8") as fh:

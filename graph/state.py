@@ -15,10 +15,10 @@ import operator
 import re
 import typing
 import unicodedata
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic.json_schema import SkipJsonSchema
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 Coverage = Literal["high", "medium", "low", "none"]
 Decision = Literal["OK", "WARNING", "BLOCK"]

@@ -65,7 +65,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from http import HTTPStatus
 from typing import Any, NamedTuple, Self
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -116,7 +116,7 @@ class _Extras:
     indexes: dict[str, models.PayloadFieldSchema] = field(default_factory=dict)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _adapter(type_: Any) -> TypeAdapter:
     return TypeAdapter(type_)
 

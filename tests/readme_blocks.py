@@ -164,7 +164,8 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> sub
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err = proc.communicate()
-        raise AssertionError(f"{argv[-1][:200]!r} did not finish within {timeout} s:\n{out[-3000:]}\n{err[-3000:]}")
+        raise AssertionError(f"{argv[-1][:200]!r} did not finish within {timeout} s:\n{out[-3000:]}\n"
+                             f"{err[-3000:]}") from None
     finally:
         _kill_group(proc)   # anything it left running in the background
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)

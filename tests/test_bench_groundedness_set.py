@@ -263,7 +263,7 @@ def test_every_perturbation_applies_in_both_languages(perturbed):
 
 def test_number_perturbation_puts_in_a_number_absent_from_the_context(perturbed, tool):
     seen = 0
-    for kind, ex, claims in (p for p in perturbed if p[0] == "number"):
+    for _kind, ex, claims in (p for p in perturbed if p[0] == "number"):
         ctx = tool.context_text(ex)
         old, new, inserted = _changed(tool, ex, claims)
         assert inserted and all(absent(w, ctx) for w in inserted), (old, new)
@@ -274,7 +274,7 @@ def test_number_perturbation_puts_in_a_number_absent_from_the_context(perturbed,
 
 
 def test_date_perturbation_shifts_a_date_to_one_absent_from_the_context(perturbed, tool):
-    for kind, ex, claims in (p for p in perturbed if p[0] == "date"):
+    for _kind, ex, claims in (p for p in perturbed if p[0] == "date"):
         ctx = tool.context_text(ex)
         old, new, inserted = _changed(tool, ex, claims)
         assert len(inserted) == 1, (old, new)
@@ -290,7 +290,7 @@ def test_date_perturbation_shifts_a_date_to_one_absent_from_the_context(perturbe
 
 
 def test_name_perturbation_puts_in_a_name_from_the_dataset_absent_from_the_context(perturbed, tool):
-    for kind, ex, claims in (p for p in perturbed if p[0] == "name"):
+    for _kind, ex, claims in (p for p in perturbed if p[0] == "name"):
         ctx = tool.context_text(ex)
         old, new, inserted = _changed(tool, ex, claims)
         name = " ".join(inserted)
@@ -299,7 +299,7 @@ def test_name_perturbation_puts_in_a_name_from_the_dataset_absent_from_the_conte
 
 def test_negation_adds_or_removes_one_negation(perturbed, tool):
     added = removed = 0
-    for kind, ex, claims in (p for p in perturbed if p[0] == "negation"):
+    for _kind, ex, claims in (p for p in perturbed if p[0] == "negation"):
         old, new, _inserted = _changed(tool, ex, claims)
         delta = len(NEGATION.findall(new)) - len(NEGATION.findall(old))
         assert delta in (1, -1), (old, new)

@@ -13,7 +13,6 @@ from graph.context import Context
 from graph.entrypoints.cli import main
 from graph.graph import compile_graph
 from graph.indexing.ingest import ingest_path
-from graph.indexing.reembed import reembed_collection
 from graph.providers.resources import get_resources
 from graph.providers.vectorstore import CollectionError
 

@@ -316,7 +316,7 @@ class Lab:
     root: Path
     counter: itertools.count = field(default_factory=itertools.count)
 
-    def ingest(self, world: World, engine: str = "embedded") -> "Example":
+    def ingest(self, world: World, engine: str = "embedded") -> Example:
         """A fresh data folder with the world's documents ingested, tenant by tenant, into the
         policy's collection. (One folder per example: the engine flushes every shard a folder holds
         after each ingest, so a shared folder with a collection per example grows quadratically. On

@@ -73,7 +73,7 @@ class Lexicons:
     markers: Mapping[str, Sequence[str]] = field(default_factory=dict)  # to tell a source sentence's language
 
     @classmethod
-    def from_policy(cls, langs: Languages, templates: Sequence[str] = ()) -> "Lexicons":
+    def from_policy(cls, langs: Languages, templates: Sequence[str] = ()) -> Lexicons:
         """The word lists of the policy's `languages` section; `templates` are the composer's own phrases."""
         return cls(
             negations={lang: frozenset(fold(w) for w in ws) for lang, ws in langs.negations.items()},

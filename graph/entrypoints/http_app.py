@@ -205,7 +205,7 @@ class Server:
     def caller(self, request: Request) -> Caller:
         return (self.keyring or server_keyring()).authenticate(request.headers.get("authorization"))
 
-    def parse_chat(self, request: Request, data: dict[str, Any]) -> "ChatRequest":
+    def parse_chat(self, request: Request, data: dict[str, Any]) -> ChatRequest:
         return parse_chat(data, self.caller(request), self.base_context)
 
     def tenant_context(self, request: Request, data: dict[str, Any]) -> Context:

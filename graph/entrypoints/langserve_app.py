@@ -64,7 +64,7 @@ import threading
 import typing
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import orjson
 from fastapi import FastAPI, HTTPException, Request
@@ -149,9 +149,9 @@ class HistoryTurn(BaseModel):
 
     question: str = Field(max_length=MAX_QUESTION_CHARS)
     answer: str = Field(max_length=20_000)
-    request_id: Optional[str] = Field(None, pattern=REQUEST_ID_PATTERN)
-    intent: Optional[str] = Field(None, max_length=64)
-    final_decision: Optional[Literal["OK", "WARNING", "BLOCK"]] = None
+    request_id: str | None = Field(None, pattern=REQUEST_ID_PATTERN)
+    intent: str | None = Field(None, max_length=64)
+    final_decision: Literal["OK", "WARNING", "BLOCK"] | None = None
 
 
 class RagInput(BaseModel):
@@ -163,13 +163,13 @@ class RagInput(BaseModel):
 
     question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
                           description="The question, in Portuguese or English.")
-    intent: Optional[str] = Field(None, max_length=64,
+    intent: str | None = Field(None, max_length=64,
                                   description="An intent of the policy (e.g. sales); inferred from the question when absent.")
-    entity: Optional[str] = Field(None, max_length=64, description="An entity profile of the policy.")
-    correlation_id: Optional[str] = Field(None, pattern=CORRELATION_ID_PATTERN,
+    entity: str | None = Field(None, max_length=64, description="An entity profile of the policy.")
+    correlation_id: str | None = Field(None, pattern=CORRELATION_ID_PATTERN,
                                           description="An id of yours for this request, kept beside it (1-128 letters, "
                                                       "digits, '.', '_', ':', '-'); the server assigns the request_id.")
-    history: Optional[list[HistoryTurn]] = Field(None, max_length=MAX_HISTORY_TURNS,
+    history: list[HistoryTurn] | None = Field(None, max_length=MAX_HISTORY_TURNS,
                                                  description="Earlier turns of a conversation, oldest first.")
 
     @model_validator(mode="before")
@@ -186,7 +186,7 @@ class RagInput(BaseModel):
 
 
 class Verdict(BaseModel):
-    final_decision: Optional[Literal["OK", "WARNING", "BLOCK"]] = None
+    final_decision: Literal["OK", "WARNING", "BLOCK"] | None = None
     scores: dict[str, float] = Field(default_factory=dict, description="quality, utility, groundedness in 0-1")
     reasoning: dict[str, str] = Field(default_factory=dict)
     checks: list[dict[str, Any]] = Field(default_factory=list, description="per-claim checks")
@@ -195,11 +195,11 @@ class Verdict(BaseModel):
 class Source(BaseModel):
     id: str
     docId: str
-    assetId: Optional[str] = None
-    assetName: Optional[str] = None
-    similarity: Optional[float] = None
-    rerankScore: Optional[float] = None
-    rank: Optional[int] = None
+    assetId: str | None = None
+    assetName: str | None = None
+    similarity: float | None = None
+    rerankScore: float | None = None
+    rank: int | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     snippet: str = ""
     scores: dict[str, Any] = Field(default_factory=dict)
@@ -210,10 +210,10 @@ class RagOutput(BaseModel):
 
     model_config = ConfigDict(title="RagOutput")
 
-    request_id: Optional[str] = Field(None, description="The server's id of this request (feedback, /ops/rag_debug).")
-    correlation_id: Optional[str] = Field(None, description="The caller's own id of this request, when it sent one.")
+    request_id: str | None = Field(None, description="The server's id of this request (feedback, /ops/rag_debug).")
+    correlation_id: str | None = Field(None, description="The caller's own id of this request, when it sent one.")
     answer: str = Field("", description="The answer, each claim followed by [doc_id].")
-    direct_answer: Optional[str] = Field(None, description="The short answer the answer opens with (a value, date, "
+    direct_answer: str | None = Field(None, description="The short answer the answer opens with (a value, date, "
                                                            "name, yes/no; no citations), or null when the "
                                                            "documents support none.")
     citations_used: list[str] = Field(default_factory=list, description="The ids the answer cites (all retrieved).")
@@ -227,7 +227,7 @@ class RagOutput(BaseModel):
     memory: dict[str, Any] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     errors: list[str] = Field(default_factory=list)
-    language: Optional[str] = None
+    language: str | None = None
 
 
 def _setting_fields() -> dict[str, tuple[Any, str]]:
@@ -235,9 +235,9 @@ def _setting_fields() -> dict[str, tuple[Any, str]]:
     optional (absent: the server's), as {name: (annotation, description)}."""
     hints = typing.get_type_hints(Context)
     descriptions = Context.field_descriptions()
-    fields = {name: (Optional[hints[name]], descriptions.get(name, "")) for name in CALLER_SETTABLE}
+    fields = {name: (hints[name] | None, descriptions.get(name, "")) for name in CALLER_SETTABLE}
     if "retrieval_mode" in fields:
-        fields["retrieval_mode"] = (Optional[Literal["hybrid", "dense", "lexical"]], descriptions["retrieval_mode"])
+        fields["retrieval_mode"] = (Literal["hybrid", "dense", "lexical"] | None, descriptions["retrieval_mode"])
     return fields
 
 
@@ -251,7 +251,7 @@ def _settings_model() -> type[BaseModel]:
 
 
 RagSettings = _settings_model()
-RagConfig = create_model("RagConfig", __config__=DRAWABLE, configurable=(Optional[RagSettings], Field(
+RagConfig = create_model("RagConfig", __config__=DRAWABLE, configurable=(RagSettings | None, Field(
     None, description="Per-request settings; the tenant and the server's settings are not among them.")))
 
 

@@ -20,8 +20,9 @@ import random
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from graph.evaluation.answers import squad_scores
 from graph.evaluation.reader_sets import (

@@ -14,9 +14,9 @@ policy's fallback intent (`knowledge`, no filter); `intent="auto"` measures the 
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from graph.context import Context

@@ -30,7 +30,7 @@ logger = logging.getLogger("ragate.requests")
 
 def utc_now() -> str:
     """The timestamp every stored record carries (ISO 8601, UTC)."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat()
+    return _dt.datetime.now(_dt.UTC).isoformat()
 
 
 def namespace(kind: str, tenant: str) -> tuple[str, ...]:

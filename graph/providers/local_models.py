@@ -23,9 +23,9 @@ import importlib.util
 import os
 import queue
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -77,7 +77,7 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model_folder(name: str) -> Path:
     """The checked folder of local model `name`: LocalModelError (one line) when the package is missing,
     of another version, or a file is absent or not byte-for-byte the pinned one."""
@@ -257,7 +257,7 @@ class CrossEncoder:
         return 1.0 / (1.0 + np.exp(-logits))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cross_encoder() -> CrossEncoder:
     """The process's one cross-encoder (its weights load once)."""
     return CrossEncoder()

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Protocol, Sequence
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 from langchain_core.callbacks import Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document

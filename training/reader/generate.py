@@ -113,7 +113,7 @@ def read_generated(path: Path) -> list[PairExample]:
     """The kept questions of a generate.py output, as yes/no training pairs."""
     out = []
     with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
+        for line in lines:
             row = json.loads(line)
             for k, (question, label) in enumerate(row.get("kept", [])):
                 out.append(PairExample(f"llm-{row['id']}-{k}", question, row["passage"], label, row["language"],

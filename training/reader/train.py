@@ -33,6 +33,7 @@ from graph.evaluation.reader_sets import (
 )
 from training.reader.base_weights import build_tokenizer, read_base_weights
 from training.reader.features import NLI_PARTIAL, Featurizer, batches
+from training.reader.generate import read_generated
 from training.reader.model import NLI_LABELS, reader_from_base
 from training.reader.overlap import drop_sick_test_pairs
 from training.reader.synthetic import (
@@ -43,7 +44,6 @@ from training.reader.synthetic import (
     sentence_contradictions,
     yes_no_from_entailment,
 )
-from training.reader.generate import read_generated
 from training.reader.translate import TranslationCache, make_translations
 
 REPO_RUNS = Path(__file__).resolve().parent / "runs"
