@@ -66,7 +66,7 @@ TRAIN_BIN      := $(TRAIN_VENV)/bin
 DATASETS       ?= ../shared/datasets
 READER_WORK    ?= $(HOME)/.cache/ragate-training
 READER_MINUTES ?= 110
-READER_STAGE2  ?= --epochs 0.5 --lr 4e-5 --warmup 100 --asked-share 0.35 --english-span-passes 2 \
+READER_STAGE2  ?= --epochs 0.5 --lr 4e-5 --warmup 100 --asked-share 0.15 --english-span-passes 2 \
                   --changed-sentences 6000
 $(TRAIN_BIN)/python:
 	$(PYTHON) -m venv $(TRAIN_VENV)
@@ -82,7 +82,7 @@ reader: $(TRAIN_BIN)/python install
 	    echo "stage 1: one piece trained; run make reader again"; exit 0; \
 	fi; \
 	if [ ! -f $(READER_WORK)/stage2/done.json ]; then \
-	    $$train --work $(READER_WORK)/stage2 --run-name reader-8l-stage2 \
+	    $$train --work $(READER_WORK)/stage2 --run-name reader-8l-stage2b \
 	        --init-from $(READER_WORK)/stage1/model.pt $(READER_STAGE2); \
 	    if [ ! -f $(READER_WORK)/stage2/done.json ]; then echo "stage 2: one piece trained; run make reader again"; \
 	        exit 0; fi; \

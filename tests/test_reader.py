@@ -200,11 +200,7 @@ def test_yes_or_no(reader, question, passage, label):
 NLI_CASES = [
     ("A man is playing a guitar.", "A man is playing an instrument.", "entailment"),
     ("A man is playing a guitar.", "Nobody is playing a guitar.", "contradiction"),
-    # A known limit of the shipped model (training/reader/MODEL_CARD.md): a direction word changed in Portuguese
-    # ("cresceu" / "caiu") reads as entailment 0.56 against contradiction 0.43. Strict: when a model reads it
-    # right, this case fails until the mark goes.
-    pytest.param("O faturamento cresceu 11% no trimestre.", "O faturamento caiu no trimestre.", "contradiction",
-                 marks=pytest.mark.xfail(strict=True, reason="known limit of the shipped reader, see its card")),
+    ("O faturamento cresceu 11% no trimestre.", "O faturamento caiu no trimestre.", "contradiction"),
 ]
 
 
@@ -215,7 +211,7 @@ def test_entailment(reader, premise, claim, label):
 
 
 def test_batches_read_the_same_as_one_at_a_time(reader):
-    pairs = [tuple(case.values[:2]) if hasattr(case, "values") else case[:2] for case in NLI_CASES]
+    pairs = [(p, c) for p, c, _ in NLI_CASES]
     together = reader.entailment(pairs)
     alone = [reader.entailment([pair])[0] for pair in pairs]
     for a, b in zip(together, alone):
@@ -238,7 +234,7 @@ def test_eval_reader_reads_files_given(tmp_path):
             {"text": "Maria Lopes", "answer_start": SPAN_CASES[0][1].index("Maria Lopes")}]}]}]}]}))
     nli = tmp_path / "tiny.jsonl"
     nli.write_text("\n".join(json.dumps({"premise": p, "hypothesis": c, "label": label})
-                             for p, c, label in NLI_CASES[:2]) + "\n")
+                             for p, c, label in NLI_CASES) + "\n")
     out = tmp_path / "out"
     done = _ragate("eval", "reader", "--squad", str(squad), "--nli", str(nli), "--out", str(out), "--quiet")
     assert done.returncode == 0, done.stderr
