@@ -523,10 +523,16 @@ def evaluation(block: Block, request) -> None:
              "    data = load_dataset(args.dataset, data_dir=args.data_dir, corpus=args.corpus, queries=args.queries,\n"
              "                        **({'qrels': args.qrels} if hasattr(args, 'qrels') else {}))\n"
              "    print(args.command, args.dataset, 'ok')\n")
-    done = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", check, *commands], cwd=checkout, env=env,
+    each_line_checks(checkout, env, check, commands)
+
+
+def each_line_checks(checkout: Path, env: dict, check: str, lines: list[str]) -> None:
+    """Runs `check` (a Python script given the README lines as arguments) in the checkout's environment: it must
+    succeed and print " ok" once a line."""
+    done = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", check, *lines], cwd=checkout, env=env,
                           capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert done.returncode == 0, explain(done)
-    assert done.stdout.count(" ok") == len(commands), done.stdout
+    assert done.stdout.count(" ok") == len(lines), done.stdout
 
 
 def judge_on_labelled_answers(block: Block, request) -> None:
@@ -567,10 +573,7 @@ def reader_alone(block: Block, request) -> None:
              "    sets = reader_sets(Path(args.data_dir))\n"
              "    assert sets.eval_spans and sets.eval_yesno and sets.eval_nli, args.data_dir\n"
              "    print(args.eval_command, 'ok')\n")
-    done = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", check, *evals], cwd=checkout, env=env,
-                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
-    assert done.returncode == 0, explain(done)
-    assert done.stdout.count(" ok") == len(evals), done.stdout
+    each_line_checks(checkout, env, check, evals)
 
 
 # Examples that fail because of a known code bug being fixed elsewhere: (runner name, variant suffix) ->

@@ -467,6 +467,7 @@ def cmd_eval_groundedness(args: argparse.Namespace) -> int:
 
 def cmd_eval_reader(args: argparse.Namespace) -> int:
     """Measure the reader alone on the held-aside parts of its sets, and on any SQuAD or entailment file given."""
+    from graph.evaluation.datasets import default_data_root
     from graph.evaluation.reader_eval import markdown as reader_markdown
     from graph.evaluation.reader_eval import run_reader_eval
     from graph.evaluation.reader_sets import ReaderDataError
@@ -474,15 +475,14 @@ def cmd_eval_reader(args: argparse.Namespace) -> int:
 
     data_dir = Path(args.data_dir) if args.data_dir else None
     if data_dir is None and not (args.squad or args.nli):
-        default = settings.path("RAGATE_DATASETS")
-        data_dir = default if default.is_dir() else None
+        data_dir = default_data_root()
+        if not data_dir.is_dir():
+            print("ragate eval reader: no data: give --data-dir (or set RAGATE_DATASETS), --squad FILE or --nli FILE",
+                  file=sys.stderr)
+            return 2
     if data_dir is not None and not data_dir.is_dir():
         print(f"ragate eval reader: {data_dir}: no such folder (expected faquad/train.json and reader/<set>/..., "
               "as laid out in the README's evaluation section)", file=sys.stderr)
-        return 2
-    if data_dir is None and not (args.squad or args.nli):
-        print("ragate eval reader: no data: give --data-dir (or set RAGATE_DATASETS), --squad FILE or --nli FILE",
-              file=sys.stderr)
         return 2
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -504,13 +504,12 @@ def cmd_eval_reader(args: argparse.Namespace) -> int:
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     """What the embedded default can run on this machine: each local model, loaded and checked, in one line."""
+    from graph.providers.local_models import model_folder
     from graph.providers.reader import reader_status
 
     rows = [("reader", reader_status())]
     for name in ("bge-small", "ms-marco-minilm"):
         try:
-            from graph.providers.local_models import model_folder
-
             model_folder(name)
             rows.append((name, "ok"))
         except ProviderError as exc:
