@@ -2,7 +2,7 @@
 """False positives of the policy's prompt-injection patterns on real documents.
 
 `documents.instruction_patterns` (policies/rag.yaml) removes sentences addressed to a language model from
-retrieved chunks (nodes/rerank.py `instruction_screen`). A pattern that also matches ordinary prose
+retrieved chunks (graph/algorithms/context_budget.py `instruction_screen`, called by rerank). A pattern that also matches ordinary prose
 would silently delete evidence, so every pattern change should keep this figure at (or near) zero: it
 splits every document of the benchmark datasets into sentences, exactly as the quarantine does, and counts
 the sentences that match, printing them.

@@ -11,6 +11,11 @@ SNIPPET_CHARS = 240
 SOURCE_METADATA = ("docType", "sourceUrl", "pageNumber", "category", "status", "date", "version", "language")
 
 
+def failure_reason(exc: BaseException) -> str:
+    """How a failed provider call is told in `errors`: the exception's type and the start of its message."""
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
 def snippet(text: str, limit: int = SNIPPET_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"

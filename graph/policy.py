@@ -402,6 +402,12 @@ class ComposeSettings:
     draft_value_context_floor: float = field(default=0.3, metadata=_SHARE)
     # A part with at least this many words (its cue's aside) is answered when the answer holds all of them but one.
     long_part_words: int = field(default=8, metadata=_POSITIVE)
+    # Two versions of one asset whose scores differ by at most this are a tie: the newer one is kept.
+    conflict_tie_margin: float = field(default=0.05, metadata=_SHARE)
+    # When the answer's points are chosen, a question word an earlier point holds counts this share of its weight.
+    covered_word_weight: float = field(default=0.35, metadata=_SHARE)
+    # "Not found" names at most this many of the question's terms.
+    max_missing_terms: int = field(default=6, metadata=_POSITIVE)
 
 
 @dataclass(frozen=True)
@@ -530,7 +536,7 @@ class Languages:
     # Verbs that carry a question's tense or action, not its subject (never named as missing).
     light_verbs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Spans of a year, each with its words in every language ("half": semestre, H1, …): a question about one
-    # is not answered by a sentence that names only others (compose `off_period`).
+    # is not answered by a sentence that names only others (graph/algorithms/periods.py `off_period`).
     period_units: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     number_words: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # A corpus is in one language when at least this share of its text is; ingest then gives a new

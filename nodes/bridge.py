@@ -19,8 +19,8 @@ from graph.algorithms.fusion import fused_ids
 from graph.algorithms.question_form import question_form
 from graph.algorithms.text import get_analyzer
 from graph.context import Context
+from graph.output import failure_reason
 from graph.providers.resources import bounded_index
-from graph.providers.specs import failure_reason
 from graph.runtime.request_reads import read_payloads, request_reads
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context

@@ -23,11 +23,11 @@ from graph.algorithms.routing import part_routes
 from graph.algorithms.scoping import mentioned_values
 from graph.algorithms.text import json_reply
 from graph.context import Context
+from graph.output import failure_reason
 from graph.policy import Policy
 from graph.prompts import llm_prompt
 from graph.providers.chat import chat_model
 from graph.providers.resources import bounded_index
-from graph.providers.specs import failure_reason
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed

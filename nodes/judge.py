@@ -15,11 +15,12 @@ from langgraph.runtime import Runtime
 
 from graph.algorithms.judging import combine_with_llm, deterministic_verdict, parse_llm_verdict
 from graph.context import Context
+from graph.output import failure_reason
 from graph.prompts import llm_prompt
 from graph.providers.chat import chat_model
 from graph.providers.relevance import judge_scorer
 from graph.providers.resources import embeddings_for
-from graph.providers.specs import ProviderError, failure_reason
+from graph.providers.specs import ProviderError
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed

@@ -30,8 +30,8 @@ from langgraph.types import Send
 from graph.algorithms.scoping import mentioned_filters, scope_to_mentions, unheld_sources
 from graph.algorithms.text import get_analyzer, is_number
 from graph.context import Context
+from graph.output import failure_reason
 from graph.providers.resources import bounded_index, get_resources
-from graph.providers.specs import failure_reason
 from graph.providers.vectorstore import DataFolderBusy, SearchHit, TenantRequiredError
 from graph.runtime.query_vectors import collection_manifest, vectors_by_collection
 from graph.runtime.run_policy import run_policy

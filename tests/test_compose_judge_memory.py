@@ -10,6 +10,7 @@ from conftest import matches_phrase, runtime_for, suggestion_language
 from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
 
+from graph.algorithms.coverage import coverage_level, is_relevant
 from graph.algorithms.judging import decide, deterministic_verdict
 from graph.algorithms.text import (
     citations_in,
@@ -23,7 +24,7 @@ from graph.context import Context
 from graph.graph import compile_graph
 from graph.policy import DecisionThresholds, load_policy
 from graph.prompts import phrases
-from nodes.compose import compose, coverage_level, is_relevant
+from nodes.compose import compose
 from nodes.memory_shield import memory_namespace
 
 
@@ -363,8 +364,8 @@ PLAYBOOK = ("Winter campaign playbook 2026\n"
 
 
 def test_a_part_a_heading_names_is_answered_by_the_list_under_it(policy):
+    from graph.algorithms.extractive_answer import extractive_answer
     from graph.algorithms.text import get_analyzer
-    from nodes.compose import extractive_answer
 
     chunks = [mk("playbook-2026", 0.9, content=PLAYBOOK, header="Winter campaign playbook 2026")]
     question = "What is the 2026 winter sales goal and which actions does the playbook recommend?"
@@ -385,8 +386,8 @@ def test_a_part_a_heading_names_is_answered_by_the_list_under_it(policy):
 
 
 def test_no_list_when_no_heading_names_the_part(policy):
+    from graph.algorithms.extractive_answer import extractive_answer
     from graph.algorithms.text import get_analyzer
-    from nodes.compose import extractive_answer
 
     chunks = [mk("playbook-2026", 0.9, content=PLAYBOOK, header="Winter campaign playbook 2026")]
     question = "What is the 2026 winter sales goal and what was the budget of the launch event?"
@@ -470,8 +471,8 @@ def test_a_value_question_about_a_measure_no_document_holds_gets_coverage_none(t
 
 
 def test_a_part_no_text_in_the_questions_language_covers_is_pointed_to_or_named_by_its_own_lead(policy):
+    from graph.algorithms.extractive_answer import extractive_answer
     from graph.algorithms.text import get_analyzer
-    from nodes.compose import extractive_answer
 
     sales = mk("vendas-2025", 0.9, content="As vendas de inverno de 2025 somaram R$ 118 milhões, alta de 7,9%.",
                language="pt")
@@ -500,8 +501,8 @@ def test_a_part_that_only_says_which_documents_is_never_named_missing(policy):
     """"as reported by both The Verge and TechCrunch" points at documents (their `source`, a mention field);
     an answer citing both must not say the documents do not cover it. A part that asks something no
     document holds still is named."""
+    from graph.algorithms.extractive_answer import extractive_answer
     from graph.algorithms.text import get_analyzer
-    from nodes.compose import extractive_answer
 
     verge = mk("verge-sbf", 0.9, content="Sam Bankman-Fried faces a criminal trial for fraud and conspiracy.",
                source="The Verge")
@@ -523,8 +524,8 @@ def test_a_part_that_only_says_which_documents_is_never_named_missing(policy):
 
 
 def test_what_was_not_found_is_what_the_question_says_not_how_it_points(policy):
+    from graph.algorithms.missing_parts import asked_kind, missing_terms, pointing_words
     from graph.algorithms.text import get_analyzer
-    from nodes.compose import asked_kind, missing_terms, pointing_words
 
     chunks = [mk("verge-sales", 0.2, content="Quarterly sales rose at the retailer.", source="The Verge")]
     question = "Which individual, featured in articles by The Verge in October, praised the glacier?"

@@ -9,11 +9,12 @@ import pytest
 from conftest import matches_phrase
 
 from graph.algorithms.direct_answer import QuestionWords, direct_answer, measure_qualifiers, rank_sentences
+from graph.algorithms.missing_parts import asking_words, missing_terms
 from graph.algorithms.question_form import asked_act, question_form
 from graph.algorithms.routing import part_routes
 from graph.algorithms.text import get_analyzer, with_synonyms
+from graph.algorithms.unattested import question_names, unattested_names, unattested_subject
 from graph.policy import load_policy
-from nodes.compose import asking_words, missing_terms, question_names, unattested_names, unattested_subject
 
 
 @pytest.fixture(scope="module")
@@ -675,7 +676,7 @@ def test_missing_terms_leave_out_the_words_that_ask(policy):
 def test_without_a_direct_answer_the_best_sentence_comes_first(policy):
     # A which-question about something other than a kind of entity gets no direct answer; its best
     # sentence leads even when it comes from the second chunk (the rest keep their chunks' order).
-    from nodes.compose import extractive_answer
+    from graph.algorithms.extractive_answer import extractive_answer
     question = "Qual a engenharia no qual o estudo do hardware faz parte?"
     chunks = [
         {**_doc("embarcados", "Embora seja o mais conhecido, o computador representa 20% do sistema de computação "
@@ -690,7 +691,7 @@ def test_without_a_direct_answer_the_best_sentence_comes_first(policy):
 
 
 def test_a_sentence_is_dated_by_its_documents_title_too(policy):
-    from nodes.compose import off_period
+    from graph.algorithms.periods import off_period
     question = "What is the media budget of the 2026 winter playbook?"
     plan = "Channel plan: 45% of the R$ 1.1 million media budget goes to Meta."
     assert not off_period(plan, question)  # the sentence names no year of its own
@@ -780,8 +781,8 @@ def test_a_point_that_adds_only_the_period_is_left_out(ask):
 
 
 def test_square_brackets_a_document_wrote_are_no_citation(policy):
+    from graph.algorithms.extractive_answer import extractive_answer
     from graph.algorithms.text import citations_in
-    from nodes.compose import extractive_answer
     question = "Where did Travis Kelce say Taylor Swift rocked the stage?"
     chunks = [{**_doc("kelce", "Travis Kelce said: I've seen you rock the stage in Arrowhead [Stadium], you might have "
                                 "to come see me rock the stage.", language="en"), "rerankScore": 0.8}]
@@ -940,7 +941,7 @@ def test_a_measure_no_text_in_the_questions_language_holds_is_unanswered_over_mi
 
 
 def test_a_half_year_is_not_answered_by_quarters_or_a_season(policy):
-    from nodes.compose import off_period
+    from graph.algorithms.periods import off_period
     units = policy.languages.period_units
     question = "Qual foi a receita bruta da Acme no primeiro semestre de 2025?"
     quarter = ("A Acme Moda registrou receita bruta de R$ 93.587.114,46 no primeiro trimestre de 2026, crescimento "
@@ -964,7 +965,7 @@ def test_a_value_of_another_span_or_kind_is_no_direct_answer(ask, question, wron
 
 
 def test_a_year_no_relevant_document_holds_is_unattested():
-    from nodes.compose import unattested_years
+    from graph.algorithms.unattested import unattested_years
     playbook = dict(_doc("acme-playbook-inverno-2026", "O orçamento total de mídia sobe para R$ 3,9 milhões."),
                     assetName="Playbook de campanhas de inverno 2026")
     question = "Qual é o orçamento de mídia da Acme para 2027?"

@@ -12,9 +12,9 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 from scripted_server import Reply
 
+from graph.algorithms.chat_draft import llm_answer
 from graph.graph import compile_graph
 from nodes import compose as compose_module
-from nodes.compose import llm_answer
 
 CHAT = "/v1/chat/completions"
 QUESTION = "Quanto cresceram as vendas de inverno em 2025?"
@@ -217,8 +217,8 @@ def test_a_real_value_put_in_the_wrong_context_gives_the_extractive_answer(llm_e
     ("Yes and no [d1].", "Did both articles report a rise?", "en", None),
 ])
 def test_the_direct_answer_a_draft_opens_with(draft, question, language, direct):
+    from graph.algorithms.chat_draft import draft_direct_answer
     from graph.policy import load_policy
-    from nodes.compose import draft_direct_answer
 
     assert draft_direct_answer(draft, question, language, load_policy()) == direct
 

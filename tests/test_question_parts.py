@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from graph.algorithms.decomposition import split_question
+from graph.algorithms.diversity import aspect_relevance, diversify
 from graph.algorithms.scoping import date_ranges
 from graph.algorithms.text import find_dates
 from graph.context import Context
@@ -18,7 +19,6 @@ from graph.indexing.ingest import ingest_path
 from graph.policy import load_policy
 from graph.providers.vectorstore import point_id
 from graph.state import OTHER_LANGUAGE_FLAG
-from nodes.rerank import aspect_relevance, diversify
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import pytest
 import nodes.retrieve as retrieve_mod
 from graph.algorithms.fusion import RRF_K, reciprocal_rank_fusion
 from graph.algorithms.passages import best_sentence_match
+from graph.algorithms.rerank_scores import base_scores, blend, on_score_scale, sentence_evidence
 from graph.algorithms.text import get_analyzer
 from graph.indexing.ingest import render_performance_snapshot
 from graph.policy import LongQuestions, RerankSettings, load_policy
@@ -18,7 +19,6 @@ from graph.providers.embeddings import get_embeddings
 from graph.providers.resources import Resources
 from graph.providers.vectorstore import open_index, point_id
 from graph.state import OTHER_LANGUAGE_FLAG
-from nodes.rerank import base_scores, blend, on_score_scale, sentence_evidence
 from nodes.rrf import rrf
 
 

@@ -536,6 +536,7 @@ def _eval_flags(p: argparse.ArgumentParser, folders: str, corpus: str, queries: 
     _chunking_flags(p)
 
 
+# Long by nature: one declaration per command and flag, in the order `ragate --help` shows them.
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragate", description="Governed, cited, judged answers from your documents.")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -387,6 +387,7 @@ def _route(path: str, handler, methods: list[str]) -> Route:
     return Route(path, _OnlyAllowed(handler, methods), name=handler.__name__)
 
 
+# Long by nature: the routes are closures over one server and its run admission; each handler is a few lines.
 def build_app(server: Server | None = None) -> Starlette:
     """The Starlette app around `server` (a default one: keys and context from the environment)."""
     tune_garbage_collector()  # the server's process

@@ -399,6 +399,8 @@ def summarize_squad(rows: list[dict[str, Any]]) -> dict[str, Any]:
 # --- the run --------------------------------------------------------------------------------------
 
 
+# One run in order (check the arguments, ingest or reuse, answer, score, summarise): its settings are read in
+# one place and reported as they were used.
 def run_answers(dataset: Dataset, *, home: str, limit: int | None = None, intent: str | None = None,
                 top_n: int | None = None, k: int | None = None, policy_path: str | None = None,
                 embedding_model: str | None = None, rerank_model: str | None = None, chunk_tokens: int | None = None,

@@ -198,6 +198,8 @@ def _metrics(per_query: list[dict[str, float]]) -> dict[str, float | None]:
     return {k: (round(agg[k], 4) if k in agg else None) for k in METRIC_KEYS}
 
 
+# One run in order (check the arguments, ingest or reuse, search per ablation, score): its settings are read
+# in one place and reported as they were used.
 def run_retrieval(dataset: Dataset, *, home: str, ablations: list[str] | None = None, limit: int | None = None,
                   top_n: int = 30, k: int | None = None, intent: str | None = None, policy_path: str | None = None,
                   embedding_model: str | None = None, rerank_model: str | None = None, chunk_tokens: int | None = None,

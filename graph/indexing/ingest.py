@@ -579,6 +579,8 @@ def _normalise_metadata(doc: Document, tenant: str, defaults: dict[str, Any], re
     return meta
 
 
+# One pass in order (check, read, chunk, embed, write in batches, report): each step is a function of its own;
+# what stays here is their order and the accounting of bad input, which must see every step.
 def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Context | None = None,
                 default_status: str = "ready", default_approved: bool = False, strict: bool = False,
                 progress: bool = False, max_document_mb: float | None = None,

@@ -41,11 +41,6 @@ def parse_spec(setting: str, spec: str | None, providers: tuple[str, ...]) -> tu
     return provider, model.strip()
 
 
-def failure_reason(exc: BaseException) -> str:
-    """How a failed provider call is told in `errors`: the exception's type and the start of its message."""
-    return f"{type(exc).__name__}: {str(exc)[:200]}"
-
-
 def env_required(name: str, setting: str, spec: str,
                  hint: str = "any non-empty value for a local server that ignores keys") -> str:
     """The environment variable `name` that `setting`'s value `spec` needs; a ProviderError naming

@@ -9,8 +9,8 @@ waited on a second time.
 from __future__ import annotations
 
 from graph.context import Context
+from graph.output import failure_reason
 from graph.providers.resources import CollectionModelError, collection_model, embeddings_named
-from graph.providers.specs import failure_reason
 
 
 def vectors_by_collection(ctx: Context, index, collections: list[str], text: str, problems: list[str], *,

@@ -1,0 +1,97 @@
+"""What a question names that no retrieved text attests: a measure, a name, a year."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from graph.algorithms.answer_points import chunk_title
+from graph.algorithms.cross_language import answered_by_meaning, in_another_language
+from graph.algorithms.direct_answer import names_in
+from graph.algorithms.question_form import question_form
+from graph.algorithms.text import YEAR, Analyzer, fold, has_any_phrase
+from graph.state import Chunk
+
+
+def unattested_measure(measure: str, language: str, chunks: list[Chunk], analyzer: Analyzer) -> str | None:
+    """The measure a value question asks for (`QuestionForm.measure`: "salário" of "Qual é o salário médio
+    …?") when no relevant chunk in the question's language, title included, holds it; None otherwise, and
+    always when the best evidence is in another language (its words cannot be looked for, and it was
+    chosen by meaning). Text in another language ranked below text in the question's language that does
+    not speak of the measure is no sign that it is answered ("What is the average salary of Acme store
+    staff?" over the English channel report and Portuguese playbooks)."""
+    if not measure or not chunks or answered_by_meaning(chunks, language):
+        return None
+    asked = analyzer.terms(measure, language)
+    held = any(asked & analyzer.terms(f"{chunk_title(c)} {c['content']}", language) for c in chunks
+               if not in_another_language(c, language))
+    return None if held or not asked else measure
+
+
+def question_names(question: str, language: str, analyzer: Analyzer, months: Sequence[str] = ()) -> list[str]:
+    """The names a question speaks of (`names_in`: runs of capitalised words, "Does the TechCrunch" →
+    "TechCrunch", "Google's" → "Google"), but not its first word ("Quais", "Which") nor a month."""
+    found = names_in(question, lambda token: not analyzer.terms(token, language))
+    return list(dict.fromkeys(name for name, opening in found if not opening and fold(name) not in months))
+
+
+def unattested_names(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer, policy,
+                     named_sources: Sequence[str] = ()) -> list[str]:
+    """The names the question speaks of ("Dia das Mães" of "Quais foram as vendas da Acme no Dia das
+    Mães de 2025?") that no relevant chunk holds, in its text, title or metadata; the sources the source
+    check looked at (`sources_named`) aside. A chunk holds a name when it holds most of its words ("Acme
+    Moda S.A." is held by "Acme Moda": the question may write a name more fully than the documents do;
+    "Dia das Mães" is not held by "no mesmo dia"). Empty when some evidence is in another language: a name
+    may be translated there."""
+    if not chunks or any(in_another_language(c, language) for c in chunks):
+        return []
+    months = {fold(m) for names in policy.languages.months.values() for m in names}
+    sources = {fold(s) for s in named_sources}
+    names = [n for n in question_names(question, language, analyzer, months) if fold(n) not in sources]
+    if not names:
+        return []
+    texts = [_chunk_text(c) for c in chunks]
+    return [n for n in names if not any(_holds_name(t, n, analyzer, language) for t in texts)]
+
+
+def _holds_name(text: str, name: str, analyzer: Analyzer, language: str) -> bool:
+    """`text` holds the whole name, or more than half of its words (its connectors, "das", "of", aside)."""
+    if has_any_phrase(text, [name]):
+        return True
+    tokens = [w for w in name.split() if analyzer.terms(w, language) or not w.islower()]
+    return len(tokens) > 1 and sum(has_any_phrase(text, [w]) for w in tokens) * 2 > len(tokens)
+
+
+def unattested_subject(question: str, language: str, sub_queries: list[str], chunks: list[Chunk], analyzer: Analyzer,
+                       policy, named_sources: Sequence[str] = ()) -> list[str]:
+    """What a question asking for a value or a date asks about that no relevant chunk holds: the measure
+    of a value question (`unattested_measure`), else, for a question that was not split in parts, the
+    names and years it speaks of (`unattested_names`, `unattested_years`). Empty when the evidence holds
+    them all. A split question's parts may each be answered by other documents, and a yes/no or
+    which-question's names are what it claims or compares (MultiHop-RAG dev: looking for every
+    short-answer question's names sent 9.5% of the answerable questions to none instead of 3.4%, and no
+    more unanswerable ones), so neither is looked at."""
+    form = question_form(question, language, policy.languages.question_cues)
+    measure = unattested_measure(form.measure, language, chunks, analyzer)
+    if measure:
+        return [measure]
+    if form.kind not in ("how_much", "when") or len(sub_queries) > 1:
+        return []
+    return [*unattested_names(question, language, chunks, analyzer, policy, named_sources),
+            *unattested_years(question, chunks)]
+
+
+def unattested_years(question: str, chunks: list[Chunk]) -> list[str]:
+    """The years the question names ("Qual é o orçamento de mídia da Acme para 2027?") that no relevant chunk
+    holds, in its text, title or metadata. A year reads the same in every language: unlike a name, it is
+    looked for in text in another language too."""
+    asked = list(dict.fromkeys(YEAR.findall(question)))
+    if not asked or not chunks:
+        return []
+    held = set(YEAR.findall(" ".join(map(_chunk_text, chunks))))
+    return [year for year in asked if year not in held]
+
+
+def _chunk_text(chunk: Chunk) -> str:
+    """What a chunk says and is labelled with: its title, its text and its metadata's text values."""
+    metadata = (chunk.get("metadata") or {}).values()
+    return " ".join([chunk_title(chunk), chunk["content"], *(str(v) for v in metadata if isinstance(v, str))])
