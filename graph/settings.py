@@ -48,13 +48,11 @@ class Variable:
         return f"`{value}`"
 
 
-# Chunking of the embedded default: ~650-token chunks (several paragraphs: a fact with the context that
-# names who and when, and most of what a news article says about one thing), 50 tokens of overlap so that a
-# sentence at a boundary is whole in one of the two. Measured on MultiHop-RAG's dev queries (bench/RESULTS.md):
-# 230 → 450 tokens took fact recall@10 from 0.64 to 0.70, for every retriever; with today's pipeline 450 →
-# 650 takes it from 0.78 to 0.81 and all-evidence@10 from 0.57 to 0.62. 800 gained a little more retrieval
-# but no relevance floor kept null questions unanswered (0.86) without failing answerable ones; and bge-small
-# reads only a chunk's first 512 tokens, most of a 650-token chunk.
+# Chunking of the embedded default: a chunk holds several paragraphs, so a fact keeps the context that says who
+# and when; the overlap keeps a sentence at a boundary whole in one of the two chunks. Larger chunks find more
+# evidence until a relevance floor can no longer keep unanswerable questions unanswered, and bge-small reads
+# only a chunk's first 512 tokens. The measurements behind 650 / 50: bench/history/2026-11.md, "Chunk size
+# with today's pipeline".
 _CHUNK_TOKENS, _OVERLAP_TOKENS = 650, 50
 # A larger document (a JSONL line, a Markdown or text file) is refused unread, naming it: at ~2 KB a
 # chunk, 8 MB is ~4,000 chunks, far beyond any report or contract, and a 2 GB line (a dump, a log,
