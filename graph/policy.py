@@ -54,6 +54,8 @@ def _between(low: float, high: float) -> dict[str, Any]:
 
 _POSITIVE = rule(lambda v: v > 0, "positive")
 _SHARE = _between(0, 1)
+_AT_LEAST_1 = rule(lambda v: v >= 1, "at least 1")
+_NOT_NEGATIVE = rule(lambda v: v >= 0, "0 or more")
 _INCREASING_PAIR = rule(lambda v: len(v) == 2 and v[0] < v[1], "two increasing numbers [low, high]")
 
 
@@ -143,10 +145,10 @@ class RetrievalSettings:
     part_vectors: str = field(default="auto", metadata=rule(lambda v: v in PART_VECTORS, "one of " + ", ".join(PART_VECTORS)))
     # A split question that asks for a name is searched again part by part with the name its best chunks give
     # (nodes/bridge.py): how many of them are read for it (0: never).
-    bridge_from_chunks: int = field(default=3, metadata=rule(lambda v: v >= 0, "0 or more"))
+    bridge_from_chunks: int = field(default=3, metadata=_NOT_NEGATIVE)
     # ... unless each part's own search already ranked a chunk naming it among its first `bridge_named_depth`
     # (the parts found the name's evidence; 0: always searched again).
-    bridge_named_depth: int = field(default=1, metadata=rule(lambda v: v >= 0, "0 or more"))
+    bridge_named_depth: int = field(default=1, metadata=_NOT_NEGATIVE)
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,8 @@ class DecompositionSettings:
     weights: DecompositionWeights
     lexicons: Mapping[str, Lexicon] = field(metadata=rule(bool, "a mapping of languages to word lists"))
     min_clause_words: int = field(default=4, metadata=_POSITIVE)
+    # A chat model's two sub-queries sharing more than this share of their words (Jaccard) overlap: refused.
+    max_subquery_overlap: float = field(default=0.8, metadata=_SHARE)
 
     def words(self, key: str) -> list[str]:
         """Union of one word list over every language (questions mix languages: "vs", "ROAS")."""
@@ -365,7 +369,7 @@ class DirectAnswerSettings:
     name_floor: float = field(default=0.1, metadata=_SHARE)
     # The chosen name must weigh this many times the next one, else no name is given (two equally
     # central names: the evidence does not single one out).
-    name_margin: float = field(default=1.0, metadata=rule(lambda v: v >= 1, "at least 1"))
+    name_margin: float = field(default=1.0, metadata=_AT_LEAST_1)
     # A name question whose retrieved chunks all score below the relevance floor is still answered (coverage
     # low) when its direct answer is a name that at least this many of those chunks' documents write; 0: never.
     converging_documents: int = field(default=3, metadata=_between(0, 50))
@@ -389,6 +393,18 @@ class DirectAnswerSettings:
     # asks about and scores at least this share of a better one in another language: no word of the
     # other language's sentence can say which of its values is asked for, the question's own words can.
     own_language_margin: float = field(default=0.75, metadata=_SHARE)
+    # A value or date is read first from the sentences holding what the question asks about (its focus word),
+    # or in another language: their score counts this many times.
+    focus_weight: float = field(default=1.5, metadata=_AT_LEAST_1)
+    # A name's mentions count this many times in the clause holding the focus word ("which region": the clause
+    # about a region) ...
+    focus_clause_weight: float = field(default=2.0, metadata=_AT_LEAST_1)
+    # ... and this many times right after the focus word's phrase ("a diretora de expansão, Carla Menezes").
+    focus_phrase_weight: float = field(default=2.5, metadata=_AT_LEAST_1)
+    # A name a longer one contains lends it this share of its weight ("Bankman-Fried" to "Sam Bankman-Fried").
+    contained_name_share: float = field(default=0.5, metadata=_SHARE)
+    # A name is given only when one of this many best sentences (scoring point_floor of the best) holds it.
+    name_holders: int = field(default=3, metadata=_POSITIVE)
 
 
 @dataclass(frozen=True)
@@ -448,6 +464,44 @@ class RelevanceSettings:
 
 
 @dataclass(frozen=True)
+class QualityScoring:
+    """What lowers an answer's quality for its form (graph/algorithms/judging.py `quality_score`; it starts at 1)."""
+
+    uncited_penalty: float = field(default=0.4, metadata=_SHARE)   # no citation, the coverage not none
+    short_chars: int = field(default=30, metadata=_NOT_NEGATIVE)   # fewer characters (citations aside): very short
+    short_penalty: float = field(default=0.3, metadata=_SHARE)     # a very short answer
+    long_factor: float = field(default=1.5, metadata=_POSITIVE)    # over this times compose.max_answer_chars: long
+    long_penalty: float = field(default=0.2, metadata=_SHARE)      # a long answer
+    repeated_penalty: float = field(default=0.2, metadata=_SHARE)  # a sentence said twice
+    other_language_penalty: float = field(default=0.1, metadata=_SHARE)  # partly in another language than the question
+
+
+@dataclass(frozen=True)
+class CoverageUtility:
+    """The utility an answer starts from, by the composer's coverage level."""
+
+    high: float = field(default=0.95, metadata=_SHARE)
+    medium: float = field(default=0.85, metadata=_SHARE)
+    low: float = field(default=0.6, metadata=_SHARE)
+    none: float = field(default=0.5, metadata=_SHARE)   # also any other level
+
+    def of(self, level: str) -> float:
+        return {"high": self.high, "medium": self.medium, "low": self.low}.get(level, self.none)
+
+
+@dataclass(frozen=True)
+class UtilityScoring:
+    """How much the reader can act on (graph/algorithms/judging.py `utility_score`), kept within 0..1."""
+
+    coverage: CoverageUtility = CoverageUtility()
+    numbers_bonus: float = field(default=0.05, metadata=_SHARE)        # the answer gives concrete numbers
+    action_bonus: float = field(default=0.05, metadata=_SHARE)         # it says a trend or an action (`action_words`)
+    structure_bonus: float = field(default=0.03, metadata=_SHARE)      # it is structured in items or paragraphs
+    structure_items: int = field(default=2, metadata=_POSITIVE)        # list items that structure it (or a blank line)
+    empty_closer_penalty: float = field(default=0.3, metadata=_SHARE)  # a phrase that adds nothing (`empty_closers`)
+
+
+@dataclass(frozen=True)
 class JudgeSettings:
     thresholds: DecisionThresholds
     invented_value_groundedness: float = field(default=0.2, metadata=_SHARE)
@@ -457,6 +511,8 @@ class JudgeSettings:
     relevance: RelevanceSettings = RelevanceSettings()
     empty_closers: tuple[str, ...] = ()    # phrases that add nothing (lower utility)
     action_words: tuple[str, ...] = ()     # a trend or a recommended action (raise utility)
+    quality: QualityScoring = QualityScoring()
+    utility: UtilityScoring = UtilityScoring()
 
 
 # --- languages, documents, memory ---------------------------------------------------------------

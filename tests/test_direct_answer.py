@@ -57,6 +57,7 @@ def test_question_cues_come_from_the_policy(policy):
 
 
 def _answer(policy, question, language, sentences, titles=None):
+    """The direct answer as the composer finds it, with the policy's `compose.direct` settings."""
     analyzer = get_analyzer(policy)
     words = QuestionWords(question, analyzer, language)
     ranked = rank_sentences(words, [(doc, text, i, 0.8) for i, (doc, text) in enumerate(sentences)])
@@ -66,7 +67,18 @@ def _answer(policy, question, language, sentences, titles=None):
                          negations=policy.languages.negations[language], floor=cfg.sentence_floor, depth=cfg.depth,
                          part_floor=cfg.part_floor, synonyms=policy.languages.question_cues[language].synonyms,
                          name_margin=cfg.name_margin, titles=titles, on_topic=cfg.point_floor,
-                         number_words=policy.languages.number_words.get(language, {}))
+                         number_words=policy.languages.number_words.get(language, {}), direct=cfg)
+
+
+def test_the_sentence_about_what_is_asked_is_read_first_by_the_policys_weight(policy, write_policy):
+    """A how-much question's value comes first from a sentence holding what it asks about ("cresceram"): its
+    score counts `compose.direct.focus_weight` times (1.5); at 1 an equally scored sentence before it wins."""
+    question = "Quanto cresceram as vendas de inverno em 2025?"
+    sentences = [("a", "As vendas de inverno de 2025 da Acme somaram R$ 2 milhões."),
+                 ("b", "As vendas cresceram 12% no inverno.")]
+    assert _answer(policy, question, "pt", sentences).text == "12%"
+    flat = load_policy(write_policy(lambda r: r["compose"]["direct"].__setitem__("focus_weight", 1.0)))
+    assert _answer(flat, question, "pt", sentences).text == "R$ 2 milhões"
 
 
 TRIAL = [("verge", "Prosecutors said Bankman-Fried took customer money from the crypto exchange."),

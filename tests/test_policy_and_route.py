@@ -7,6 +7,8 @@ import pytest
 from conftest import matches_phrase, runtime_for
 from langgraph.store.memory import InMemoryStore
 
+from graph.algorithms.decomposition import validate_sub_queries
+from graph.algorithms.judging import quality_score, utility_score
 from graph.algorithms.routing import infer_intent
 from graph.context import Context
 from graph.graph import compile_graph
@@ -192,10 +194,16 @@ def test_invalid_yaml_raises_policy_error(write_policy):
         (lambda r: r["rerank"]["long_questions"].update(short_terms=30, long_terms=20), "rerank.long_questions"),
         (lambda r: r["rerank"]["long_questions"].__setitem__("sentence_weight", 1.5),
          "rerank.long_questions.sentence_weight"),
+        (lambda r: r["judge"].__setitem__("quality", {"short_penalty": 1.5}), "judge.quality.short_penalty"),
+        (lambda r: r["judge"].__setitem__("utility", {"coverage": {"high": 2}}), "judge.utility.coverage.high"),
+        (lambda r: r["compose"]["direct"].__setitem__("focus_weight", 0.5), "compose.direct.focus_weight"),
+        (lambda r: r["decomposition"].__setitem__("max_subquery_overlap", "most"),
+         "decomposition.max_subquery_overlap"),
     ],
     ids=["k-not-a-number", "unknown-profile", "too-many-subqueries", "clause-words-not-a-number", "allow-not-a-list",
          "block-above-ok", "missing-section", "unknown-stemmer", "retrieval-not-a-mapping", "closers-not-a-list",
-         "long-below-short", "sentence-weight-above-one"],
+         "long-below-short", "sentence-weight-above-one", "quality-penalty-above-one", "coverage-utility-above-one",
+         "focus-weight-below-one", "overlap-not-a-number"],
 )
 def test_bad_field_raises_policy_error_naming_it(write_policy, mutate, field):
     path = write_policy(mutate)
@@ -203,6 +211,29 @@ def test_bad_field_raises_policy_error_naming_it(write_policy, mutate, field):
         load_policy(path)
     assert field in str(info.value)
     assert str(path) in str(info.value)
+
+
+def test_the_judges_and_the_splitters_numbers_are_read_from_the_policy(write_policy):
+    """The judge's penalties and bonuses (`judge.quality`, `judge.utility`) and the overlap that refuses a chat
+    model's sub-queries (`decomposition.max_subquery_overlap`) are the policy's: defaults when the file leaves
+    them out, its values when it gives them."""
+    def tune(raw):
+        raw["judge"]["quality"] = {"short_chars": 50, "short_penalty": 0.5}
+        raw["judge"]["utility"] = {"coverage": {"low": 0.7}, "numbers_bonus": 0.1}
+        raw["decomposition"]["max_subquery_overlap"] = 0.5
+
+    default, tuned = load_policy(), load_policy(write_policy(tune))
+    assert tuned.judge.quality.short_chars == 50 and tuned.judge.quality.uncited_penalty == 0.4
+    answer = "A receita foi de R$ 2 milhões [acme-2025]."
+    assert quality_score(answer, "low", "pt", default) == (1.0, "structured, cited, in the question's language")
+    assert quality_score(answer, "low", "pt", tuned) == (0.5, "very short")
+    assert utility_score(answer, "low", default.judge)[0] == 0.65
+    assert utility_score(answer, "low", tuned.judge)[0] == 0.8
+    subs = ["Qual foi a receita da Acme em 2025?", "Qual foi a margem da Acme em 2025?"]  # 7 of their 9 words shared
+    question = "Qual foi a receita e a margem da Acme em 2025?"
+    assert validate_sub_queries(subs, question, "pt", 4, default) == subs
+    with pytest.raises(ValueError, match="overlap"):
+        validate_sub_queries(subs, question, "pt", 4, tuned)
 
 
 def _assert_well_formed_disabled(state: dict, language: str) -> None:

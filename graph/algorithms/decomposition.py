@@ -183,7 +183,8 @@ def normalized_question(question: str) -> str:
 
 def validate_sub_queries(raw: Any, question: str, language: str, max_n: int, policy: Policy) -> list[str]:
     """The LLM's sub-queries, or ValueError: 2..max_n non-empty strings, none the question itself,
-    no two alike, in the question's language."""
+    no two alike (sharing more than `decomposition.max_subquery_overlap` of their words), in the
+    question's language."""
     items = raw.get("sub_queries") if isinstance(raw, dict) else raw
     if not isinstance(items, list) or not all(isinstance(q, str) for q in items):
         raise ValueError("'sub_queries' must be a list of strings")
@@ -196,7 +197,7 @@ def validate_sub_queries(raw: Any, question: str, language: str, max_n: int, pol
     for i, a in enumerate(keys):
         for b in keys[i + 1:]:
             wa, wb = set(a.split()), set(b.split())
-            if a == b or len(wa & wb) / max(1, len(wa | wb)) > 0.8:
+            if a == b or len(wa & wb) / max(1, len(wa | wb)) > policy.decomposition.max_subquery_overlap:
                 raise ValueError("two sub-queries overlap")
     if detect_language(" ".join(subs), policy.languages.markers, language) != language:
         raise ValueError(f"sub-queries not in the question's language ({language})")

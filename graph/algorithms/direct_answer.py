@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from graph.algorithms.question_form import QuestionForm
 from graph.algorithms.text import YEAR, Analyzer, find_dates, fold, has_any_phrase, holds_words, ring_mates, value_spans
+from graph.policy import DirectAnswerSettings
 
 MAX_WORDS = 12
 _WORDS = re.compile(r"\w+", re.UNICODE)
@@ -447,9 +448,11 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
                 question: QuestionWords, floor: float, depth: int, focus: str | None,
                 percent_only: bool = False, own_language_margin: float = 1.0,
                 measure: AskedMeasure = AskedMeasure(), count_only: bool = False,
-                amount_only: bool = False, number_words: Mapping[str, float] | None = None) -> DirectAnswer | None:
+                amount_only: bool = False, number_words: Mapping[str, float] | None = None, *,
+                focus_weight: float) -> DirectAnswer | None:
     """The value (or date) of the best sentence that holds one, the sentences holding the `focus` word
-    first ("quanto cresceram": a sentence about growth before one that merely mentions sales); a
+    first (their score counts `focus_weight` times: "quanto cresceram": a sentence about growth before one
+    that merely mentions sales); a
     percentage when `percent_only` and the sentence has one; when `count_only`, neither a percentage nor
     an amount of money ("how many SKUs": "1,200", not the "50%" off them); when `amount_only`, no
     percentage ("41% da receita" is a share of it); a count said of what the question counts (the `focus`,
@@ -468,7 +471,7 @@ def _from_spans(candidates: Sequence[Candidate], find: Callable[[str], list[tupl
     asked = fold(question.text)
 
     def weight(c: Candidate) -> float:
-        return c.score * (1.5 if c.wordless or about & c.terms else 1.0)
+        return c.score * (focus_weight if c.wordless or about & c.terms else 1.0)
 
     def answer_at(c: Candidate, span: tuple[int, int]) -> DirectAnswer:
         start, end = span
@@ -601,16 +604,18 @@ def _named_by(question_text: str, question: QuestionWords, is_stopword: Callable
 def _name_answer(question: QuestionWords, question_text: str, candidates: Sequence[Candidate], floor: float,
                  focus: str | None = None, margin: float = 1.0,
                  titles: Mapping[str, str] | None = None, person: bool = False,
-                 on_topic: float = 0.0, single: bool = False) -> DirectAnswer | None:
+                 on_topic: float = 0.0, single: bool = False, *,
+                 direct: DirectAnswerSettings) -> DirectAnswer | None:
     """The name the retrieved sentences are about: mentioned most, each mention weighted by its sentence's
-    score (doubled in the clause that holds the `focus` word: "which region" → the clause about a
-    region; 2.5 times right after the focus word's phrase: "a diretora de expansão, Carla Menezes"), over
-    the sentences scoring at least `floor` of the best one; a name the question names
+    score (`direct.focus_clause_weight` times in the clause that holds the `focus` word: "which region" →
+    the clause about a region; `focus_phrase_weight` times right after the focus word's phrase: "a diretora
+    de expansão, Carla Menezes"), over the sentences scoring at least `floor` of the best one; a name the
+    question names
     itself is not an answer. A lone capitalised word opening a sentence counts only if it is
     capitalised elsewhere too: "However" is not a name, "Google" is. A question about a `person` counts
     no acronym but the initials of a full name the evidence gives ("SBF"), and no brand's spelling
     ("OpenAI"). None when the runner-up (not part of the best name, nor its fuller form) weighs more than
-    1/`margin` of it, or when none of the three best sentences scoring at least `on_topic` of the best one
+    1/`margin` of it, or when none of the `name_holders` best sentences scoring at least `on_topic` of the best one
     holds the name (or its last name, or its initials). A `single` question (one part) is answered where it
     is best matched: when that sentence names no one, what it asks for is said there in common words
     ("saqueada por invasores muçulmanos"), and a name frequent around it ("Índia") is no answer. The name
@@ -646,7 +651,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     surface: dict[str, str] = {}
     for c, found in names:
         # The clause that holds the focus word names what is asked ("The Northeast was the fastest-growing
-        # region, up 19.3%, driven by the Fortaleza and Salvador stores"): its names count twice.
+        # region, up 19.3%, driven by the Fortaleza and Salvador stores"): its names count more.
         clause = next((fold(piece) for piece in _CLAUSE_SPLIT.split(c.text)
                        if focus and holds_words(fold(piece), focus, ends_word=False)), "")
         if clause and about_focus is None:
@@ -656,12 +661,12 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
             key = fold(name)
             if (opening and key not in mid_sentence) or holds_words(asked, key) or named_by_question(name):
                 continue
-            about = 2.0 if clause and holds_words(clause, key) else 1.0
+            about = direct.focus_clause_weight if clause and holds_words(clause, key) else 1.0
             # A name right after the focus word's phrase is that phrase's name: "a diretora de expansão,
             # Carla Menezes, …", "OpenAI's CEO Sam Altman".
             if focus and focus in folded and re.search(
                     rf"(?<!\w){re.escape(focus)}\w*(?:\s+\w+){{0,3}},?\s+{re.escape(key)}(?!\w)", folded):
-                about = 2.5
+                about = direct.focus_phrase_weight
             weight[key] += c.score * about
             where.setdefault(key, c)
             surface.setdefault(key, name)
@@ -675,7 +680,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     for key, own in weight.items():
         for other in weight:
             if other != key and holds_words(other, key):
-                lent[other] += own * 0.5
+                lent[other] += own * direct.contained_name_share
     ranked = sorted(lent, key=lambda k: (lent[k], len(k)), reverse=True)
     best = ranked[0]
 
@@ -695,7 +700,7 @@ def _name_answer(question: QuestionWords, question_text: str, candidates: Sequen
     # softwares …?" because a sentence on the course's place among the engineerings names it.
     forms = [best, *(k for k in weight if best.endswith(" " + k)),
              *(fold(a) for a, n in spelled.items() if fold(n) == best)]
-    holder = next((c for c in candidates[:3]
+    holder = next((c for c in candidates[:direct.name_holders]
                    if c.score >= on_topic * candidates[0].score and has_any_phrase(c.text, forms)), None)
     if holder is None:
         return None
@@ -852,7 +857,8 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
                   name_margin: float = 1.0, own_language_margin: float = 1.0,
                   synonyms: Sequence[Sequence[str]] = (), titles: Mapping[str, str] | None = None,
                   on_topic: float = 0.0,
-                  number_words: Mapping[str, float] | None = None) -> DirectAnswer | None:
+                  number_words: Mapping[str, float] | None = None,
+                  direct: DirectAnswerSettings | None = None) -> DirectAnswer | None:
     """The direct answer to the question from the ranked `candidates` (see the module docstring), or None.
     `floor`: a sentence holding less of the question than this cannot give it; `depth`: how many of the
     best sentences are looked at for a value or a date; `part_floor`: the share of a yes/no part's words
@@ -863,21 +869,25 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     the documents' titles by id, where a name is looked for in full ("Sam Bankman-Fried"); `on_topic`: the share
     of the best sentence's score a sentence holding the name needs (below it, it is about something else);
     `number_words`: the
-    language's numbers written as words, read as counts ("três segundos")."""
+    language's numbers written as words, read as counts ("três segundos"); `direct`: the policy's
+    `compose.direct`, whose `focus_weight`, `focus_clause_weight`, `focus_phrase_weight`,
+    `contained_name_share` and `name_holders` are read here (None: their defaults)."""
+    direct = direct or DirectAnswerSettings()
     if form.kind == "how_much":
         return _from_spans(candidates, lambda text: _amounts(text, months), "value", question, floor, depth,
                            _focus_noun(form, question), form.wants_share, own_language_margin,
                            AskedMeasure.of(form, question, synonyms), form.wants_count, form.wants_amount,
-                           {fold(w): v for w, v in (number_words or {}).items()})
+                           {fold(w): v for w, v in (number_words or {}).items()}, focus_weight=direct.focus_weight)
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
-                           _focus_noun(form, question), own_language_margin=own_language_margin)
+                           _focus_noun(form, question), own_language_margin=own_language_margin,
+                           focus_weight=direct.focus_weight)
     if form.kind in ("who", "which"):
         found = _value_after_focus(form, candidates, question, floor, depth)
         if found or not form.wants_name:
             return found
         return _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question), name_margin,
-                            titles, form.wants_person, on_topic, len(parts) <= 1)
+                            titles, form.wants_person, on_topic, len(parts) <= 1, direct=direct)
     if form.kind == "yes_no":
         return _yes_no(parts or [question_text], candidates, question, negations, part_floor)
     return None

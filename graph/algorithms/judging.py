@@ -36,7 +36,6 @@ from graph.policy import DecisionThresholds, JudgeSettings, Policy
 from graph.prompts import all_templates
 from graph.state import Chunk, State, Verdict
 
-UTILITY_BY_COVERAGE = {"high": 0.95, "medium": 0.85, "low": 0.6, "none": 0.5}
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+", re.MULTILINE)
 
 
@@ -83,24 +82,25 @@ def quality_score(answer: str, coverage: str, language: str, policy: Policy,
     when the relevance was measured: redundant claims lower it, and an off-topic answer (relevance
     below its floor, `judge.relevance.answer_floor` or `multi_part_floor`, a missing direct answer
     counted in) is held in the WARNING band, lower the less relevant it is, naming what it misses."""
+    scoring = policy.judge.quality
     quality, notes = 1.0, []
     body = strip_citations(answer)
     if coverage != "none" and not citations_in(answer):
-        quality -= 0.4
+        quality -= scoring.uncited_penalty
         notes.append("no citations")
-    if len(body) < 30:
-        quality -= 0.3
+    if len(body) < scoring.short_chars:
+        quality -= scoring.short_penalty
         notes.append("very short")
     max_chars = policy.compose.max_answer_chars
-    if len(answer) > 1.5 * max_chars:
-        quality -= 0.2
+    if len(answer) > scoring.long_factor * max_chars:
+        quality -= scoring.long_penalty
         notes.append("too long")
     sentences = [s.casefold() for s in split_sentences(body)]
     if len(sentences) != len(set(sentences)):
-        quality -= 0.2
+        quality -= scoring.repeated_penalty
         notes.append("repeated sentences")
     if body and detect_language(body, policy.languages.markers, language) != language:
-        quality -= 0.1
+        quality -= scoring.other_language_penalty
         notes.append("partly in another language than the question")
     quality = max(0.0, quality)
     if relevance is None:
@@ -129,19 +129,20 @@ def utility_score(answer: str, coverage: str, cfg: JudgeSettings,
     or several question marks), a part opening with one of the `asking` words that the answer passes over in
     silence keeps it in the WARNING band."""
     body = strip_citations(answer)
-    utility = UTILITY_BY_COVERAGE.get(coverage, 0.5)
+    scoring = cfg.utility
+    utility = scoring.coverage.of(coverage)
     notes = [f"coverage {coverage}"]
     if extract_values(body):
-        utility += 0.05
+        utility += scoring.numbers_bonus
         notes.append("concrete numbers")
     if has_any_phrase(body, cfg.action_words):
-        utility += 0.05
+        utility += scoring.action_bonus
         notes.append("trend or recommended action")
-    if len(_LIST_ITEM.findall(body)) >= 2 or body.count("\n\n") >= 1:
-        utility += 0.03
+    if len(_LIST_ITEM.findall(body)) >= scoring.structure_items or body.count("\n\n") >= 1:
+        utility += scoring.structure_bonus
         notes.append("structured in items or paragraphs")
     if has_any_phrase(body, cfg.empty_closers):
-        utility -= 0.3
+        utility -= scoring.empty_closer_penalty
         notes.append("empty closing phrase")
     utility = min(1.0, max(0.0, utility))
     if relevance is not None and relevance.missing:
