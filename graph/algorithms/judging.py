@@ -95,7 +95,7 @@ def quality_score(answer: str, coverage: str, language: str, policy: Policy,
     if len(answer) > 1.5 * max_chars:
         quality -= 0.2
         notes.append("too long")
-    sentences = [s.casefold() for s in split_sentences(body)]
+    sentences = [s.casefold() for s in split_sentences(body, policy.languages.shared)]
     if len(sentences) != len(set(sentences)):
         quality -= 0.2
         notes.append("repeated sentences")
