@@ -13,6 +13,7 @@ record. `Policy.raw` is the YAML as parsed, kept for the snapshot shown to users
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import datetime
 import functools
@@ -1014,9 +1015,24 @@ def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
 
 @functools.cache
 def shipped_languages() -> Languages:
-    """The languages of the policy ragate ships (policies/rag.yaml and its packs): the words a reader
-    takes when its caller passes none of the run's policy (`Languages.shared`)."""
+    """The languages of the policy ragate ships (policies/rag.yaml and its packs)."""
     return load_policy(DEFAULT_POLICY_PATH).languages
+
+
+# The languages of the policy the current run reads (graph/runtime/run_policy.py sets it as a node reads
+# its policy): a reader whose caller passes no words of its own takes the run's (`run_languages`).
+_run_languages: contextvars.ContextVar[Languages | None] = contextvars.ContextVar("ragate_run_languages", default=None)
+
+
+def use_languages(languages: Languages) -> None:
+    """The languages the readers called from here on, in this context (a node's run), take by default."""
+    _run_languages.set(languages)
+
+
+def run_languages() -> Languages:
+    """The languages of the current run's policy; outside a run (ingest, a reader called alone), the
+    shipped policy's."""
+    return _run_languages.get() or shipped_languages()
 
 
 def policy_version(digest: str) -> Policy | None:

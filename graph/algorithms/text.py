@@ -3,7 +3,7 @@ sentence splitting, lexical terms (the engine's own BM25 analyzer) and value ext
 
 Word lists come from the policy and its language packs; nothing here hard-codes a lexicon. The words
 read in every text whatever its language (scale words, abbreviations, date connectors: `SharedWords`)
-are passed by callers that hold the run's policy, and are the shipped policy's otherwise.
+are passed by callers that hold the policy, and are the current run's policy's otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from graph.policy import SharedWords, shipped_languages
+from graph.policy import SharedWords, run_languages
 
 if TYPE_CHECKING:
     from qdrant_edge import Bm25
@@ -160,8 +160,9 @@ _ONLY_CITATIONS = re.compile(r"^(?:\[[^\[\]\s][^\[\]]{0,200}\]\s*)+[.!?…]?$")
 
 
 def shared_words(words: SharedWords | None = None) -> SharedWords:
-    """`words` (the run's policy's `languages.shared`), or the shipped policy's when the caller has none."""
-    return words if words is not None else shipped_languages().shared
+    """`words` (a policy's `languages.shared`), or, when the caller passes none, the current run's policy's
+    (the shipped policy's outside a run: graph/policy.py `run_languages`)."""
+    return words if words is not None else run_languages().shared
 
 
 def split_sentences(text: str, words: SharedWords | None = None) -> list[str]:
