@@ -5,9 +5,18 @@ is a frozen dataclass below, and each default is written once, as that dataclass
 key the YAML leaves out takes it, a key it gives is checked against the field's type and rule. Nodes
 read typed settings (`policy.compose.relevance_floor`), never `dict.get` with a literal default.
 
+A language is one file: the policy names a pack per language (`languages.packs`, e.g.
+policies/languages/pt.yaml, relative to the policy), holding every word list and phrase of that
+language (`LanguagePack`). Loading checks each pack and assembles them into `Languages` (each kind a
+mapping of languages) and into the sections that list every language's words (`period_units`,
+`retrieval.date_relations`, `decomposition.lexicons`, the judge's closers and action words);
+`Policy.raw` holds that assembled form, which a policy may also write itself. `Languages.shared` is
+what every text is read with whatever its language (scale words, abbreviations, connectors, name
+joiners); readers called without it take the current run's (`run_languages`).
+
 `load_policy()` returns a validated `Policy` or raises `PolicyError`, whose message names the file
 and the field that is wrong. A run reads one policy from its first node to its last
-(graph/runtime/run_policy.py); `Policy.digest` (the file's sha256) names that version in the request
+(graph/runtime/run_policy.py); `Policy.digest` (the file's sha256, with its packs') names that version in the request
 record. `Policy.raw` is the YAML as parsed, kept for the snapshot shown to users.
 """
 
