@@ -23,6 +23,7 @@ def asset(name: str) -> Path:
 
 
 DEFAULT_POLICY_PATH = asset("policies") / "rag.yaml"
+LANGUAGES_DIR = asset("policies") / "languages"   # the language packs the policy names
 PROMPTS_DIR = asset("prompts")
 SAMPLES_DIR = asset("samples")
 LANGGRAPH_JSON = asset("langgraph.json")

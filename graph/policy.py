@@ -5,16 +5,27 @@ is a frozen dataclass below, and each default is written once, as that dataclass
 key the YAML leaves out takes it, a key it gives is checked against the field's type and rule. Nodes
 read typed settings (`policy.compose.relevance_floor`), never `dict.get` with a literal default.
 
+A language is one file: the policy names a pack per language (`languages.packs`, e.g.
+policies/languages/pt.yaml, relative to the policy), holding every word list and phrase of that
+language (`LanguagePack`). Loading checks each pack and assembles them into `Languages` (each kind a
+mapping of languages) and into the sections that list every language's words (`period_units`,
+`retrieval.date_relations`, `decomposition.lexicons`, the judge's closers and action words);
+`Policy.raw` holds that assembled form, which a policy may also write itself. `Languages.shared` is
+what every text is read with whatever its language (scale words, abbreviations, connectors, name
+joiners); readers called without it take the current run's (`run_languages`).
+
 `load_policy()` returns a validated `Policy` or raises `PolicyError`, whose message names the file
 and the field that is wrong. A run reads one policy from its first node to its last
-(graph/runtime/run_policy.py); `Policy.digest` (the file's sha256) names that version in the request
+(graph/runtime/run_policy.py); `Policy.digest` (the file's sha256, with its packs') names that version in the request
 record. `Policy.raw` is the YAML as parsed, kept for the snapshot shown to users.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import datetime
+import functools
 import hashlib
 import os
 import re
@@ -23,7 +34,7 @@ import time
 import types
 import typing
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -583,7 +594,37 @@ class SourceCues:
 
 
 @dataclass(frozen=True)
+class NameJoiners:
+    """One language's small words a name may hold between its capitalised words ("Bank of America", "Banco do
+    Brasil"). Three readers have each kept their own list, and they differ (a change of one would change what
+    they find): kept apart, by reader."""
+
+    answers: tuple[str, ...] = ()   # the direct answer's names (graph/algorithms/direct_answer.py)
+    sources: tuple[str, ...] = ()   # a source a question names ("Times of India"; graph/algorithms/scoping.py)
+    claims: tuple[str, ...] = ()    # the names of a judged claim (graph/algorithms/groundedness.py)
+    splits: tuple[str, ...] = ()    # where a named source is two ("TechCrunch and The Verge"; scoping.py)
+
+
+@dataclass(frozen=True)
+class SharedWords:
+    """The words of every named language read together, where a text is read before (or whatever) its
+    language is known: numbers, dates, sentence ends and names (`Languages.shared`)."""
+
+    scale_words: tuple[tuple[str, float], ...] = ()  # "1,2 milhão": the word (folded) and what it multiplies by
+    abbreviations: frozenset[str] = frozenset()      # "Dr.", "e.g.": a dot that ends no sentence (folded)
+    date_connectors: tuple[str, ...] = ()            # "18 de outubro de 2023": between day, month and year
+    range_connectors: tuple[str, ...] = ()           # "24 to 30 November", "de 24 a 30 de novembro"
+    percent_words: tuple[str, ...] = ()              # "dez por cento": a percent sign written out
+    number_joiners: tuple[str, ...] = ()             # "vinte e cinco": between the words of one number
+    name_joiners: NameJoiners = NameJoiners()
+
+
+@dataclass(frozen=True)
 class Languages:
+    """What ragate knows about each language, by kind (each a mapping of languages): what the policy's
+    language packs (`languages.packs`, one file per language) assemble into, or a policy writes in this
+    form itself."""
+
     markers: Mapping[str, tuple[str, ...]] = field(metadata=rule(bool, "a mapping of languages to word lists"))
     analyzers: Mapping[str, str] = field(metadata=rule(bool, "a mapping of languages to stemmer names"))
     default: str = "en"
@@ -600,11 +641,171 @@ class Languages:
     monolingual_share: float = field(default=0.9, metadata=_SHARE)
     question_cues: Mapping[str, QuestionCues] = field(default_factory=dict)
     source_cues: Mapping[str, SourceCues] = field(default_factory=dict)
+    # The words read in every text whatever its language (`shared`), per language.
+    scale_words: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    abbreviations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    date_connectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    range_connectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    percent_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    number_joiners: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    name_joiners: Mapping[str, NameJoiners] = field(default_factory=dict)
+    # The language's name in English, for the LLM composer's prompt ("Answer in Brazilian Portuguese").
+    names: Mapping[str, str] = field(default_factory=dict)
+    # The sentences the deterministic composer and the safe response write (graph/prompts.py `phrase`).
+    phrases: Mapping[str, Mapping[str, str | Mapping[str, str]]] = field(default_factory=dict)
 
     def synonyms(self, language: str) -> tuple[tuple[str, ...], ...]:
         """The language's synonym rings (`question_cues.<language>.synonyms`); none for a language without cues."""
         cues = self.question_cues.get(language)
         return cues.synonyms if cues else ()
+
+    @functools.cached_property
+    def shared(self) -> SharedWords:
+        """Every language's words of each kind `SharedWords` holds, in one list (languages in order, each
+        word once)."""
+        def union(kind: Mapping[str, Sequence[str]]) -> tuple[str, ...]:
+            return tuple(dict.fromkeys(w for words in kind.values() for w in words))
+
+        scales: dict[str, float] = {}
+        for words in self.scale_words.values():
+            for word, factor in words.items():
+                scales.setdefault(word.casefold(), factor)
+        joiners = self.name_joiners.values()
+        return SharedWords(
+            scale_words=tuple(scales.items()),
+            abbreviations=frozenset(a.casefold() for a in union(self.abbreviations)),
+            date_connectors=union(self.date_connectors), range_connectors=union(self.range_connectors),
+            percent_words=union(self.percent_words), number_joiners=union(self.number_joiners),
+            name_joiners=NameJoiners(*(tuple(dict.fromkeys(w for j in joiners for w in getattr(j, f.name)))
+                                       for f in dataclasses.fields(NameJoiners))))
+
+
+# --- language packs ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PackJudgeWords:
+    empty_closers: tuple[str, ...] = ()   # phrases that add nothing (judge.empty_closers)
+    action_words: tuple[str, ...] = ()    # a trend or a recommended action (judge.action_words)
+
+
+@dataclass(frozen=True)
+class LanguagePack:
+    """One language, in one file (`languages.packs.<language>`, e.g. policies/languages/pt.yaml): every word
+    list and phrase ragate reads or writes in it. Loading assembles the packs into `Languages` (each kind a
+    mapping of languages) and adds their entries to the sections that list words of every language at once
+    (period_units, retrieval.date_relations, decomposition.lexicons, judge's closers and action words)."""
+
+    markers: tuple[str, ...] = field(metadata=rule(bool, "a non-empty list"))
+    analyzer: str = field(metadata=rule(lambda v: v in SNOWBALL_LANGUAGES,
+                                        "one of " + ", ".join(sorted(SNOWBALL_LANGUAGES))))
+    name: str | None = None
+    months: tuple[str, ...] = field(default=(), metadata=rule(lambda v: len(v) in (0, 12), "the 12 month names"))
+    negations: tuple[str, ...] = ()
+    light_verbs: tuple[str, ...] = ()
+    number_words: Mapping[str, float] = field(default_factory=dict)
+    scale_words: Mapping[str, float] = field(default_factory=dict)
+    number_joiners: tuple[str, ...] = ()
+    abbreviations: tuple[str, ...] = ()
+    date_connectors: tuple[str, ...] = ()
+    range_connectors: tuple[str, ...] = ()
+    percent_words: tuple[str, ...] = ()
+    name_joiners: NameJoiners | None = None
+    question_cues: QuestionCues | None = None
+    source_cues: SourceCues | None = None
+    period_units: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    date_relations: Mapping[str, tuple[str, ...]] = field(
+        default_factory=dict, metadata=rule(lambda v: set(v) <= {"before", "after"}, "a mapping of 'before' / 'after' to lists of phrases"))
+    decomposition: Lexicon | None = None
+    judge: PackJudgeWords | None = None
+    phrases: Mapping[str, str | Mapping[str, str]] = field(default_factory=dict)
+
+
+# Where each key of a pack goes in the policy: under `languages`, as <kind>.<language> (the pack's `analyzer`
+# as `analyzers`, its `name` as `names`); the others are merged into the sections that hold every language.
+_PACK_KINDS = {"markers": "markers", "analyzer": "analyzers", "name": "names", "months": "months",
+               "negations": "negations", "light_verbs": "light_verbs", "number_words": "number_words",
+               "scale_words": "scale_words", "number_joiners": "number_joiners", "abbreviations": "abbreviations",
+               "date_connectors": "date_connectors", "range_connectors": "range_connectors",
+               "percent_words": "percent_words", "name_joiners": "name_joiners", "question_cues": "question_cues",
+               "source_cues": "source_cues", "phrases": "phrases"}
+
+
+@dataclass(frozen=True)
+class PackFile:
+    """A language pack the policy names by a file: what it wrote, where that is, and the file's sha256."""
+
+    name: str
+    path: str
+    digest: str
+
+
+def _read_packs(raw: dict, path: str) -> tuple[dict, tuple[PackFile, ...]]:
+    """The policy `raw` with its language packs (`languages.packs`) assembled into it: the `languages`
+    section by kind, as `Languages` reads it, and the shared sections' lists with each pack's words added
+    (after the policy's own, each word once). Pack files are read relative to the policy's folder."""
+    languages = raw.get("languages")
+    if not isinstance(languages, dict) or "packs" not in languages:
+        return raw, ()
+    packs = languages["packs"]
+    if not isinstance(packs, dict) or not packs:
+        raise PolicyError(f"policy {path}: languages.packs must be a mapping of languages to pack files")
+    out = {**raw, "languages": {k: v for k, v in languages.items() if k != "packs"}}
+    files: list[PackFile] = []
+    for language, named in packs.items():
+        where = f"languages.packs.{language}"
+        if isinstance(named, dict):  # written in the policy itself
+            pack, source = named, path
+        elif isinstance(named, str) and named:
+            source = str(Path(path).parent / named)
+            try:
+                data = Path(source).read_bytes()
+                pack = yaml.safe_load(data.decode("utf-8"))
+            except FileNotFoundError:
+                raise PolicyError(f"policy {path}: {where}: language pack {source} not found") from None
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise PolicyError(f"policy {path}: {where}: language pack {source} cannot be read ({reason})") from None
+            files.append(PackFile(named, str(Path(source).resolve()), _sha256(data)))
+        else:
+            raise PolicyError(f"policy {path}: {where} must name a pack file (or be the pack's mapping)")
+        _Reader(f"{path} (language pack {source})").section(LanguagePack, pack, where)  # names the bad field
+        _add_pack(out, str(language), pack, lambda field, where=where: PolicyError(
+            f"policy {path}: {where}: {field} is given twice (by the policy or another pack)"))
+    return out, tuple(files)
+
+
+def _add_pack(policy: dict, language: str, pack: Mapping[str, Any], twice: typing.Callable[[str], PolicyError]) -> None:
+    """Add one pack (its raw mapping, already checked) to the policy `policy` (raw, changed in place)."""
+    def extend(section: dict, key: str, words: Any) -> None:
+        section[key] = list(dict.fromkeys([*(section.get(key) or []), *(words or [])]))
+
+    def add(section: dict, kind: str, where: str, value: Any) -> None:
+        mapping = section[kind] = dict(section.get(kind) or {})
+        if language in mapping:
+            raise twice(f"{where}.{language}")
+        mapping[language] = value
+
+    langs = policy["languages"]
+    for key, kind in _PACK_KINDS.items():
+        if key in pack:
+            add(langs, kind, kind, pack[key])
+    if pack.get("period_units"):
+        units = langs["period_units"] = dict(langs.get("period_units") or {})
+        for unit, words in pack["period_units"].items():
+            extend(units, unit, words)
+    if pack.get("date_relations"):
+        retrieval = policy["retrieval"] = dict(policy.get("retrieval") or {})
+        relations = retrieval["date_relations"] = dict(retrieval.get("date_relations") or {})
+        for relation, phrases in pack["date_relations"].items():
+            extend(relations, relation, phrases)
+    if "decomposition" in pack:
+        decomposition = policy["decomposition"] = dict(policy.get("decomposition") or {})
+        add(decomposition, "lexicons", "decomposition.lexicons", pack["decomposition"])
+    if pack.get("judge"):
+        judge = policy["judge"] = dict(policy.get("judge") or {})
+        for key, phrases in pack["judge"].items():
+            extend(judge, key, phrases)
 
 
 @dataclass(frozen=True)
@@ -638,6 +839,8 @@ class Policy:
     languages: Languages
     documents: DocumentSettings
     memory: MemorySettings
+    # The language pack files the policy names (`languages.packs`); `raw` holds them assembled.
+    packs: tuple[PackFile, ...] = ()
 
     def entity_route(self, entity: str | None) -> EntityRoute:
         name = entity if entity in self.rag.entities else "default"
@@ -789,10 +992,15 @@ def _check_cross_fields(policy: Policy, fail: typing.Callable[[str, str], Policy
 
 def validate_policy(raw: Any, path: str, digest: str = "") -> Policy:
     """Check every field the graph relies on and build the typed policy; `PolicyError` names the
-    first bad field. `digest` is the file's sha256 (empty for a policy built in memory)."""
+    first bad field (and the language pack it is in). `digest` is the file's sha256 (empty for a policy
+    built in memory); the packs' files count in the policy's digest. Pack files are read relative to
+    `path`'s folder."""
     reader = _Reader(path)
     if not isinstance(raw, dict):
         raise PolicyError(f"policy {path}: top level must be a mapping")
+    raw, packs = _read_packs(raw, path)
+    if digest and packs:
+        digest = _sha256("\n".join([digest, *(f"{p.name} {p.digest}" for p in packs)]).encode())
     unknown = sorted(set(map(str, raw)) - set(SECTIONS) - {"version"})
     if unknown:
         raise reader.fail(f"section '{unknown[0]}'", f"is not a policy section (known: {', '.join(sorted(SECTIONS))})")
@@ -805,7 +1013,7 @@ def validate_policy(raw: Any, path: str, digest: str = "") -> Policy:
             continue
         sections[name] = reader.value(hint, raw[name], name)
     policy = Policy(path=path, raw=raw, digest=digest or _sha256(repr(raw).encode()), version=raw.get("version"),
-                    **sections)
+                    packs=packs, **sections)
     _check_cross_fields(policy, reader.fail)
     return policy
 
@@ -814,7 +1022,7 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-_cache: dict[str, tuple[tuple[int, int], Policy]] = {}
+_cache: dict[str, tuple[tuple[tuple[int, int], ...], Policy]] = {}
 # Every version loaded lately, by digest: a run asks for the version it started with
 # (graph/runtime/run_policy.py) however often the file changes while it runs.
 _versions: OrderedDict[str, Policy] = OrderedDict()
@@ -825,9 +1033,17 @@ _cache_lock = threading.Lock()
 RECHECK_SECONDS = 1.0
 
 
+def _stamp(path: str) -> tuple[int, int]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return (-1, -1)
+    return (st.st_mtime_ns, st.st_size)
+
+
 def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
-    """Load and validate a policy, cached until the file changes (mtime and size, looked at no more
-    than once a second)."""
+    """Load and validate a policy, cached until the file or one of its language packs changes (mtime and
+    size, looked at no more than once a second)."""
     resolved = str(Path(path) if path else DEFAULT_POLICY_PATH)
     now = time.monotonic()
     with _cache_lock:
@@ -844,7 +1060,7 @@ def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
     stamp = (st.st_mtime_ns, st.st_size)
     with _cache_lock:
         hit = _cache.get(resolved)
-        if hit and hit[0] == stamp:
+        if hit and hit[0] == (stamp, *(_stamp(p.path) for p in hit[1].packs)):
             _checked_at[resolved] = now
             return hit[1]
     try:
@@ -859,13 +1075,35 @@ def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
         raise fail(f"cannot be read ({exc.strerror})") from None
     policy = validate_policy(raw, resolved, _sha256(data))
     with _cache_lock:
-        _cache[resolved] = (stamp, policy)
+        _cache[resolved] = ((stamp, *(_stamp(p.path) for p in policy.packs)), policy)
         _checked_at[resolved] = now
         _versions[policy.digest] = policy
         _versions.move_to_end(policy.digest)
         while len(_versions) > KEPT_VERSIONS:
             _versions.popitem(last=False)
     return policy
+
+
+@functools.cache
+def shipped_languages() -> Languages:
+    """The languages of the policy ragate ships (policies/rag.yaml and its packs)."""
+    return load_policy(DEFAULT_POLICY_PATH).languages
+
+
+# The languages of the policy the current run reads (graph/runtime/run_policy.py sets it as a node reads
+# its policy): a reader whose caller passes no words of its own takes the run's (`run_languages`).
+_run_languages: contextvars.ContextVar[Languages | None] = contextvars.ContextVar("ragate_run_languages", default=None)
+
+
+def use_languages(languages: Languages) -> None:
+    """The languages the readers called from here on, in this context (a node's run), take by default."""
+    _run_languages.set(languages)
+
+
+def run_languages() -> Languages:
+    """The languages of the current run's policy; outside a run (ingest, a reader called alone), the
+    shipped policy's."""
+    return _run_languages.get() or shipped_languages()
 
 
 def policy_version(digest: str) -> Policy | None:

@@ -135,10 +135,11 @@ def runtime_for(ctx) -> SimpleNamespace:
 
 
 def default_policy_raw() -> dict:
-    from graph.assets import DEFAULT_POLICY_PATH
+    """The default policy with its language packs assembled into it (`Policy.raw`): one self-contained
+    mapping a test can change and write anywhere."""
+    from graph.policy import load_policy
 
-    with open(DEFAULT_POLICY_PATH, encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+    return copy.deepcopy(dict(load_policy().raw))
 
 
 @pytest.fixture
@@ -165,7 +166,7 @@ def write_policy(tmp_path):
 
 
 def template_regex(template: str) -> re.Pattern[str]:
-    """A prompts/deterministic.yaml template as a regex: literal text, any text for {placeholders}."""
+    """A language pack's phrase (policies/languages/<language>.yaml `phrases`) as a regex: literal text, any text for {placeholders}."""
     parts = re.split(r"\{[a-z_]+\}", template)
     return re.compile("^" + "(.+?)".join(re.escape(p) for p in parts) + "$", re.S)
 

@@ -3,7 +3,10 @@ policies (which must disable retrieval without ever crashing the graph) and the 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 from conftest import matches_phrase, runtime_for
 from langgraph.store.memory import InMemoryStore
 
@@ -373,3 +376,65 @@ def test_denied_intent_via_graph_even_if_also_allowed(write_policy, tmp_path):
 ])
 def test_the_questions_language_is_read_from_its_function_words(ctx, question, language):
     assert route_gate({"question": question}, runtime_for(ctx))["language"] == language
+
+
+# --- language packs ---------------------------------------------------------------------------
+
+
+def _policy_with_packs(tmp_path, pt_pack: dict) -> Path:
+    """The shipped policy copied into tmp_path with its packs beside it; `pt_pack` replaces pt.yaml."""
+    import shutil
+
+    from graph.assets import DEFAULT_POLICY_PATH, LANGUAGES_DIR
+
+    (tmp_path / "languages").mkdir()
+    shutil.copy(LANGUAGES_DIR / "en.yaml", tmp_path / "languages" / "en.yaml")
+    (tmp_path / "languages" / "pt.yaml").write_text(yaml.safe_dump(pt_pack, allow_unicode=True), encoding="utf-8")
+    path = tmp_path / "rag.yaml"
+    shutil.copy(DEFAULT_POLICY_PATH, path)
+    return path
+
+
+def _shipped_pack(language: str) -> dict:
+    from graph.assets import LANGUAGES_DIR
+
+    return yaml.safe_load((LANGUAGES_DIR / f"{language}.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    (lambda p: p.__setitem__("analyzer", "klingon"), "languages.packs.pt.analyzer"),
+    (lambda p: p.__setitem__("months", p["months"][:11]), "languages.packs.pt.months"),
+    (lambda p: p["question_cues"].__setitem__("qualifier_side", "left"), "languages.packs.pt.question_cues.qualifier_side"),
+    (lambda p: p.__setitem__("colour_words", ["azul"]), "languages.packs.pt.colour_words"),
+])
+def test_a_bad_language_pack_names_the_policy_the_pack_and_the_field(tmp_path, change, field):
+    pack = _shipped_pack("pt")
+    change(pack)
+    path = _policy_with_packs(tmp_path, pack)
+    with pytest.raises(PolicyError) as info:
+        load_policy(path)
+    assert field in str(info.value) and str(path) in str(info.value)
+    assert str(tmp_path / "languages" / "pt.yaml") in str(info.value)
+
+
+def test_a_missing_pack_is_a_policy_error(tmp_path):
+    path = _policy_with_packs(tmp_path, _shipped_pack("pt"))
+    (tmp_path / "languages" / "pt.yaml").unlink()
+    with pytest.raises(PolicyError, match=r"languages\.packs\.pt: language pack .*pt\.yaml not found"):
+        load_policy(path)
+
+
+def test_packs_assemble_into_the_languages_and_an_edited_pack_is_reloaded(tmp_path, monkeypatch):
+    import graph.policy
+
+    path = _policy_with_packs(tmp_path, _shipped_pack("pt"))
+    policy = load_policy(path)
+    assert policy.languages.analyzers == {"en": "english", "pt": "portuguese"}
+    assert policy.raw["languages"]["negations"]["pt"][0] == "não" and "packs" not in policy.raw["languages"]
+    assert policy.retrieval.date_relations["before"] == ("before", "prior to", "earlier than", "until", "antes de", "até")
+    pack = _shipped_pack("pt")
+    pack["negations"].append("nenhures")
+    (tmp_path / "languages" / "pt.yaml").write_text(yaml.safe_dump(pack, allow_unicode=True), encoding="utf-8")
+    monkeypatch.setattr(graph.policy, "RECHECK_SECONDS", 0.0)
+    edited = load_policy(path)
+    assert "nenhures" in edited.languages.negations["pt"] and edited.digest != policy.digest

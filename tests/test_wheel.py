@@ -34,8 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 pytest.importorskip("hatchling", reason="the build backend is in the test extra: pip install -e '.[test]'")
 pytest.importorskip("build", reason="the build frontend is in the test extra: pip install -e '.[test]'")
 
-DATA = ["langgraph.json", "policies/rag.yaml", "prompts/compose.yaml", "prompts/decompose.yaml",
-        "prompts/deterministic.yaml", "prompts/judge.yaml", "samples/README.md", "samples/questions.md",
+DATA = ["langgraph.json", "policies/rag.yaml", "policies/languages/en.yaml", "policies/languages/pt.yaml",
+        "policies/languages/es.yaml", "prompts/compose.yaml", "prompts/decompose.yaml", "prompts/judge.yaml", "samples/README.md", "samples/questions.md",
         "samples/acme/documents.jsonl", "samples/acme/performance.jsonl", "samples/globex/documents.jsonl"]
 WEB = ["index.html", "app.js", "style.css"]
 # The reader ragate trains and ships (graph/providers/reader.py): int8 ONNX, its tokenizer and their manifest.

@@ -139,7 +139,7 @@ def answer_relevance(question: str, answer: str, sources: Sequence[Source], lang
         return None
     analyzer = get_analyzer(policy)
     words = QuestionWords(question, analyzer, language)
-    sentences = [s for src in sources for s in split_sentences(src.text)]
+    sentences = [s for src in sources for s in split_sentences(src.text, policy.languages.shared)]
     held_by_sentence = [words.held(s) for s in sentences]
     df = [sum(1 for h in held_by_sentence if i in h) for i in range(len(words))]
     # Unanswerable words weigh 0, and so does a word whose terms an earlier one has ("report", "reported").
@@ -231,15 +231,15 @@ def _opens_with_answer(kind: str, answer: str, question: str, language: str, pol
         return False
     if kind == "how_much":
         numbers = policy.languages.number_words.get(language, {})
-        return (any(not YEAR.fullmatch(surface) for surface, _ in extract_values(opening))
-                or bool(spelled_numbers(opening, {fold(w): v for w, v in numbers.items()})))
+        return (any(not YEAR.fullmatch(surface) for surface, _ in extract_values(opening, policy.languages.shared))
+                or bool(spelled_numbers(opening, {fold(w): v for w, v in numbers.items()}, policy.languages.shared)))
     if kind == "when":
-        return bool(YEAR.search(opening) or find_dates(opening, policy.languages.months, {})
+        return bool(YEAR.search(opening) or find_dates(opening, policy.languages.months, {}, policy.languages.shared)
                     or any(re.search(rf"(?<!\w){re.escape(fold(m))}(?!\w)", folded)
                            for names in policy.languages.months.values() for m in names))
     if kind == "who":
         asked = fold(question)
-        return any(fold(name) not in asked for name in extract_names(opening))
+        return any(fold(name) not in asked for name in extract_names(opening, policy.languages.shared))
     if kind == "yes_no":
         return any(re.match(rf"{re.escape(fold(phrase(language, key)))}(?!\w)", folded) for key in ("yes", "no"))
     return True

@@ -35,15 +35,31 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from graph.algorithms.question_form import QuestionForm
-from graph.algorithms.text import YEAR, Analyzer, find_dates, fold, has_any_phrase, holds_words, ring_mates, value_spans
+from graph.algorithms.text import (
+    YEAR,
+    Analyzer,
+    connector_pattern,
+    find_dates,
+    fold,
+    has_any_phrase,
+    holds_words,
+    ring_mates,
+    shared_words,
+    value_spans,
+)
 from graph.policy import DirectAnswerSettings
 
 MAX_WORDS = 12
 _WORDS = re.compile(r"\w+", re.UNICODE)
 _CLAUSE_SPLIT = re.compile(r"\s*(?:[;:()]|,\s|\s[-–—]\s)\s*")
-# A name: capitalised words, joined by a short connector ("Bank of America", "Sam Bankman-Fried").
-_NAME = re.compile(r"(?<![\w-])(?:[A-ZÀ-Ý][\w'’&.-]*)(?:\s+(?:(?:of|de|da|do|dos|das|the|&|and|e)\s+)?[A-ZÀ-Ý][\w'’&.-]*)*",
-                   re.UNICODE)
+
+
+@functools.lru_cache(maxsize=8)
+def _name_pattern(joiners: tuple[str, ...]) -> re.Pattern[str]:
+    """A name: capitalised words, joined by "&" or a short word (the language packs' `name_joiners.answers`:
+    "Bank of America", "Sam Bankman-Fried")."""
+    joining = "|".join(map(re.escape, (*joiners, "&")))
+    return re.compile(rf"(?<![\w-])(?:[A-ZÀ-Ý][\w'’&.-]*)(?:\s+(?:(?:{joining})\s+)?[A-ZÀ-Ý][\w'’&.-]*)*", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -360,29 +376,36 @@ def holds_value(sentence: str, months: Mapping[str, Sequence[str]] | None = None
 
 # A day of the month in a date ("12 de fevereiro de 2026"), not a year alone ("setembro de 2025").
 _DAY = re.compile(r"(?<!\d)\d{1,2}(?!\d)")
-# The first day of a range written before a date: "from 24 to 30 November", "de 24 a 30 de novembro", "24–30".
-_RANGE_START = re.compile(r"\b\d{1,2}\s*(?:to|a|e|até|-|–|—)\s*$", re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=8)
+def _range_start(connectors: tuple[str, ...]) -> re.Pattern[str]:
+    """The first day of a range written before a date: "from 24 to 30 November", "de 24 a 30 de novembro", "24–30"
+    (the language packs' `range_connectors`, or a dash)."""
+    joining = "|".join(map(re.escape, (*connectors, "-", "–", "—")))
+    return re.compile(rf"\b\d{{1,2}}\s*(?:{joining})\s*$", re.IGNORECASE)
 
 
 def _full_dates(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
     """The dates of `sentence` with their year, a range whole ("24 to 30 November 2025")."""
     spans = []
+    range_start = _range_start(shared_words().range_connectors)
     for d in find_dates(sentence, months, {}):
-        before = _RANGE_START.search(sentence[max(0, d.start - 16):d.start])
+        before = range_start.search(sentence[max(0, d.start - 16):d.start])
         spans.append((d.start - len(before.group(0)) if before else d.start, d.end))
     return spans
 
 
 @functools.lru_cache(maxsize=8)
-def _day_month(month_names: frozenset[str]) -> re.Pattern[str]:
+def _day_month(month_names: frozenset[str], connectors: tuple[str, ...]) -> re.Pattern[str]:
     alternation = "|".join(sorted((re.escape(m) for m in month_names), key=len, reverse=True))
-    return re.compile(rf"(?<!\w)(?:\d{{1,2}}(?:st|nd|rd|th|º)?\s+(?:de\s+)?(?:{alternation})"
+    return re.compile(rf"(?<!\w)(?:\d{{1,2}}(?:st|nd|rd|th|º)?\s+{connector_pattern(connectors)}(?:{alternation})"
                       rf"|(?:{alternation})\s+\d{{1,2}}(?:st|nd|rd|th)?)(?!\w)", re.IGNORECASE)
 
 
 def _days_and_months(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
     """A day and a month written without the year ("on 27 April", "em 27 de abril")."""
-    pattern = _day_month(frozenset(fold(m) for names in months.values() for m in names))
+    pattern = _day_month(frozenset(fold(m) for names in months.values() for m in names), shared_words().date_connectors)
     return [(m.start(), m.end()) for m in pattern.finditer(fold(sentence))]
 
 
@@ -566,7 +589,7 @@ def names_in(sentence: str, is_stopword: Callable[[str], bool]) -> list[tuple[st
     """(name, opens the sentence) for each run of capitalised words, without the function words at its
     ends ("On Amazon’s" → "Amazon") or a possessive."""
     out = []
-    for m in _NAME.finditer(sentence):
+    for m in _name_pattern(shared_words().name_joiners.answers).finditer(sentence):
         tokens = m.group(0).split()
         opening = m.start() == 0
         while tokens and is_stopword(tokens[0]):

@@ -34,12 +34,13 @@ from graph.algorithms.text import (
     extract_values,
     find_dates,
     fold,
+    shared_words,
     split_sentences,
     strip_citations,
     value_pool,
     value_supported,
 )
-from graph.policy import GroundednessThresholds, JudgeSettings, Languages
+from graph.policy import GroundednessThresholds, JudgeSettings, Languages, SharedWords
 
 # A list marker; a number is one only when a space follows ("152.67 yards" is a value, not item 152).
 _BULLET = re.compile(r"^\s*(?:[-*•]+\s*|#+\s*|\d{1,3}[.)]\s+)")
@@ -47,10 +48,7 @@ _TOKEN = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]", re.UNICODE)
 # A capitalised word: an upper-case first letter (any script with case), then word characters,
 # hyphens or apostrophes ("Bankman-Fried", "O'Neil", "McDonald's").
 _CAPITALISED = re.compile(r"^[A-ZÀ-ÖØ-ÞĀ-Ž][\w'’-]*$", re.UNICODE)
-# Words a name run may contain in lower case ("Banco do Brasil", "Bank of America").
-_NAME_JOINERS = frozenset({"de", "da", "do", "das", "dos", "of", "and", "e", "&", "van", "von", "der", "la", "le", "del"})
 _CLAUSE_SPLIT = re.compile(r"\s*;\s+")
-_PER_CENT = re.compile(r"\b(?:por|per)\s+cento?\b")
 
 
 @dataclass(frozen=True)
@@ -71,6 +69,7 @@ class Lexicons:
     months: Mapping[str, Sequence[str]]
     ignore_phrases: tuple[re.Pattern[str], ...] = ()
     markers: Mapping[str, Sequence[str]] = field(default_factory=dict)  # to tell a source sentence's language
+    shared: SharedWords | None = None  # the words read in every language (None: the shipped policy's)
 
     @classmethod
     def from_policy(cls, langs: Languages, templates: Sequence[str] = ()) -> Lexicons:
@@ -81,6 +80,7 @@ class Lexicons:
             months=dict(langs.months),
             markers={lang: tuple(ws) for lang, ws in langs.markers.items()},
             ignore_phrases=tuple(template_pattern(t) for t in templates),
+            shared=langs.shared,
         )
 
     def negations_in(self, text: str, default: str) -> frozenset[str]:
@@ -126,14 +126,26 @@ def split_claims(answer: str) -> list[str]:
 # --- values --------------------------------------------------------------------------------
 
 
-def spelled_numbers(text: str, number_words: Mapping[str, float]) -> list[tuple[str, float]]:
+@functools.lru_cache(maxsize=8)
+def _per_cent(percent_words: tuple[str, ...]) -> re.Pattern[str] | None:
+    alternation = "|".join(r"\s+".join(map(re.escape, fold(p).split())) for p in percent_words)
+    return re.compile(rf"\b(?:{alternation})\b") if alternation else None
+
+
+def spelled_numbers(text: str, number_words: Mapping[str, float],
+                    words: SharedWords | None = None) -> list[tuple[str, float]]:
     """Numbers written in words ("twenty-five", "vinte e cinco", "dez por cento" → 25, 25, 10).
     Consecutive number words add up; "and"/"e" may join them; a hundred (and a thousand, where the policy
     lists one) multiplies the words before it ("three hundred", "cento e vinte")."""
     if not number_words:
         return []
-    # "por cento" is a percent sign, not the number "cento" (100) of "cento e vinte".
-    tokens = re.findall(r"\w+", _PER_CENT.sub(" percent ", fold(text).replace("-", " ")))
+    shared = shared_words(words)
+    # "por cento" (the language packs' `percent_words`) is a percent sign, not the number "cento" (100) of
+    # "cento e vinte".
+    per_cent = _per_cent(shared.percent_words)
+    folded = fold(text).replace("-", " ")
+    tokens = re.findall(r"\w+", per_cent.sub(" percent ", folded) if per_cent else folded)
+    joiners = shared.number_joiners
     found: list[tuple[str, float]] = []
     i = 0
     while i < len(tokens):
@@ -153,7 +165,7 @@ def spelled_numbers(text: str, number_words: Mapping[str, float]) -> list[tuple[
                     group += value
                 words_.append(tokens[j])
                 j += 1
-            elif tokens[j] in ("and", "e") and j + 1 < len(tokens) and tokens[j + 1] in number_words:
+            elif tokens[j] in joiners and j + 1 < len(tokens) and tokens[j + 1] in number_words:
                 j += 1
             else:
                 break
@@ -162,8 +174,8 @@ def spelled_numbers(text: str, number_words: Mapping[str, float]) -> list[tuple[
     return found
 
 
-def _dates(text: str, months: Mapping[str, Sequence[str]]) -> list:
-    return find_dates(text, months, {}) if months else []
+def _dates(text: str, months: Mapping[str, Sequence[str]], words: SharedWords | None = None) -> list:
+    return find_dates(text, months, {}, words) if months else []
 
 
 def _mask(text: str, spans: Sequence[tuple[int, int]]) -> str:
@@ -176,17 +188,19 @@ def _mask(text: str, spans: Sequence[tuple[int, int]]) -> str:
 # --- names ---------------------------------------------------------------------------------
 
 
-def extract_names(text: str) -> list[str]:
-    """Runs of capitalised words ("Sam Bankman-Fried", "Banco do Brasil", "TechCrunch"). The first
-    word of the text is capitalised by position, so it is left out of a run it opens ("The Verge"
-    → "Verge", "Segundo o texto" → nothing)."""
+def extract_names(text: str, words: SharedWords | None = None) -> list[str]:
+    """Runs of capitalised words ("Sam Bankman-Fried", "Banco do Brasil", "TechCrunch"), lower-case words of
+    the language packs' `name_joiners.claims` (and "&") between them. The first word of the text is
+    capitalised by position, so it is left out of a run it opens ("The Verge" → "Verge", "Segundo o
+    texto" → nothing)."""
+    joiners = _claim_joiners(shared_words(words).name_joiners.claims)
     tokens = _TOKEN.findall(text)
     first = next((i for i, t in enumerate(tokens) if re.match(r"\w", t)), -1)
     names: list[str] = []
     run: list[str] = []
 
     def close() -> None:
-        while run and fold(run[-1]) in _NAME_JOINERS:
+        while run and fold(run[-1]) in joiners:
             run.pop()
         if run:
             names.append(" ".join(run))
@@ -197,7 +211,7 @@ def extract_names(text: str) -> list[str]:
             continue
         if _CAPITALISED.match(tok):
             run.append(tok)
-        elif run and fold(tok) in _NAME_JOINERS:
+        elif run and fold(tok) in joiners:
             run.append(tok)
         else:
             close()
@@ -209,10 +223,16 @@ def _word_set(text: str) -> frozenset[str]:
     return frozenset(re.findall(r"\w+", fold(text)))
 
 
-def name_supported(name: str, source_words: frozenset[str]) -> bool:
+@functools.lru_cache(maxsize=8)
+def _claim_joiners(joiners: tuple[str, ...]) -> frozenset[str]:
+    return frozenset((*(fold(j) for j in joiners), "&"))
+
+
+def name_supported(name: str, source_words: frozenset[str], words: SharedWords | None = None) -> bool:
     """Every word of the name occurs in a cited chunk ("Elon Musk" does not stand for "Sam
     Bankman-Fried")."""
-    parts = [w for w in re.findall(r"\w+", fold(name)) if w not in _NAME_JOINERS]
+    joiners = _claim_joiners(shared_words(words).name_joiners.claims)
+    parts = [w for w in re.findall(r"\w+", fold(name)) if w not in joiners]
     return all(p in source_words for p in parts)
 
 
@@ -283,18 +303,19 @@ class GroundednessChecker:
         for s in sources:
             grouped.setdefault(s.doc_id, []).append(s)
         numbers = self.lexicons.number_words.get(language, {})
+        shared = self.lexicons.shared
         docs: dict[str, _Doc] = {}
         for doc_id, members in grouped.items():
             text = "\n".join(s.text for s in members)
-            values = value_pool([text]) | {v for _, v in spelled_numbers(text, numbers)}
+            values = value_pool([text], shared) | {v for _, v in spelled_numbers(text, numbers, shared)}
             # Clauses, as the answer's claims are split: a claim restating one clause of a
             # sentence is compared with that clause, not with a negation in the other one.
             sentences = [(clause, self.analyzer.terms(clause, language), s.chunk_id or s.doc_id)
-                         for s in members for sent in split_sentences(s.text)
+                         for s in members for sent in split_sentences(s.text, shared)
                          for clause in _CLAUSE_SPLIT.split(sent) if clause.strip()]
             docs[doc_id] = _Doc(
                 folded=fold(text), words=_word_set(text), values=values,
-                dates={d.day for d in _dates(text, self.lexicons.months)},
+                dates={d.day for d in _dates(text, self.lexicons.months, shared)},
                 terms=frozenset().union(*(t for _, t, _ in sentences)) if sentences else frozenset(),
                 sentences=sentences,
             )
@@ -311,6 +332,7 @@ class GroundednessChecker:
         cited_anywhere = set(citations_in(answer))
         docs = self._documents([s for s in sources if s.doc_id in cited_anywhere], language)
         numbers = self.lexicons.number_words.get(language, {})
+        shared = self.lexicons.shared
         checks: list[dict[str, Any]] = []
         for claim in split_claims(answer):
             cited = citations_in(claim)
@@ -320,13 +342,13 @@ class GroundednessChecker:
             ended = text.rstrip(".!?…")
             if not text or self._ignored(claim) or self._ignored(text) or (ended != text and self._ignored(ended)):
                 continue
-            dates = _dates(text, self.lexicons.months)
+            dates = _dates(text, self.lexicons.months, shared)
             undated = _mask(text, [(d.start, d.end) for d in dates]) if dates else text
             # find_dates reads folded text; its offsets match the original (NFC, same length) text.
-            values = extract_values(undated)
-            spelled = spelled_numbers(undated, numbers)
+            values = extract_values(undated, shared)
+            spelled = spelled_numbers(undated, numbers, shared)
             fields_ = extract_fields(text)
-            names = extract_names(undated)
+            names = extract_names(undated, shared)
             if not cited and not values and not spelled and not fields_ and not names and not dates:
                 continue  # framing ("Based on the retrieved documents:") makes no factual claim
             known = [c for c in cited if c in docs]  # every retrieved id the answer cites has a doc
@@ -338,7 +360,7 @@ class GroundednessChecker:
             bad_values += [s for s, v in spelled if not value_supported({v}, pool)]
             bad_dates = [text[d.start:d.end] for d in dates if d.day not in source_dates]
             bad_fields = [f for f in fields_ if not any(f.casefold() in docs[c].folded for c in known)]
-            bad_names = [n for n in names if not name_supported(n, source_words)]
+            bad_names = [n for n in names if not name_supported(n, source_words, shared)]
 
             terms = self.analyzer.terms(text, language)
             lexical, best_sentence, best_chunk = self._lexical(terms, known, docs)
@@ -387,13 +409,13 @@ class GroundednessChecker:
         holders: dict[str, list[tuple[set[float], frozenset[int]]]] = {}
         for src in sources:
             if src.doc_id in cited_anywhere:
-                for sentence in split_sentences(src.text):
-                    if readings := value_pool([sentence]):
+                for sentence in split_sentences(src.text, self.lexicons.shared):
+                    if readings := value_pool([sentence], self.lexicons.shared):
                         holders.setdefault(src.doc_id, []).append((readings, self.analyzer.terms(sentence, language)))
         found: list[tuple[int, str]] = []
         for number, claim in enumerate(split_claims(answer), start=1):
             text = strip_citations(claim)
-            values = extract_values(text)
+            values = extract_values(text, self.lexicons.shared)
             if not values:
                 continue
             masked = _mask(text, [(m.start(), m.end()) for surface, _ in values for m in re.finditer(re.escape(surface), text)])

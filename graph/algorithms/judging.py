@@ -95,7 +95,7 @@ def quality_score(answer: str, coverage: str, language: str, policy: Policy,
     if len(answer) > scoring.long_factor * max_chars:
         quality -= scoring.long_penalty
         notes.append("too long")
-    sentences = [s.casefold() for s in split_sentences(body)]
+    sentences = [s.casefold() for s in split_sentences(body, policy.languages.shared)]
     if len(sentences) != len(set(sentences)):
         quality -= scoring.repeated_penalty
         notes.append("repeated sentences")

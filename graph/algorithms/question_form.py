@@ -1,7 +1,7 @@
 """What a question asks for: a value, a date, a name, yes or no, or an explanation.
 
 The composer's direct answer gives exactly that (graph/algorithms/direct_answer.py), and the judge
-checks that the answer does. The cue words live in the policy (`languages.question_cues`, pt and en).
+checks that the answer does. The cue words live in the policy (`languages.question_cues`: each language pack's `question_cues`).
 A yes/no cue counts where a clause starts — the question's start, or after a comma, semicolon or
 colon — so "Between the Verge's report and Wired's, has the coverage changed?" is a yes/no question
 while "Which company, reported by both TechCrunch and The Verge, has …" asks for a name. A wh-cue also

@@ -19,8 +19,8 @@ import time
 from collections.abc import Iterable
 from datetime import timedelta
 
-from graph.algorithms.text import count_phrases, find_dates, fold, has_any_phrase
-from graph.policy import Policy, SourceCues
+from graph.algorithms.text import count_phrases, find_dates, fold, has_any_phrase, shared_words
+from graph.policy import Policy, SharedWords, SourceCues
 
 
 def engine_of(index):
@@ -65,13 +65,17 @@ def named_values(question: str, field: str, collections: list[str], tenant: str,
     return [v for v in candidates if count_phrases(question, [v])]
 
 
-# A name: capitalised words, joined by a few small words ("Wall Street Journal", "Times of India").
-_NAME = r"[A-Z][\w&'’.-]*(?:\s+(?:(?:of|and|&|de|da|do|dos|das|e)\s+)?[A-Z][\w&'’.-]*)*"
+def _name(joiners: tuple[str, ...]) -> str:
+    """A name: capitalised words, joined by "&" or a few small words (the language packs'
+    `name_joiners.sources`: "Wall Street Journal", "Times of India")."""
+    joining = "|".join(map(re.escape, (*joiners, "&")))
+    return rf"[A-Z][\w&'’.-]*(?:\s+(?:(?:{joining})\s+)?[A-Z][\w&'’.-]*)*"
 
 
 @functools.lru_cache(maxsize=16)
-def _attribution_patterns(cues: SourceCues) -> tuple[re.Pattern[str], ...]:
+def _attribution_patterns(cues: SourceCues, joiners: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     """"<name> <noun>", "<noun> <link> <name>" and "<before> <name>", each capturing the name."""
+    name = _name(joiners)
     def alternatives(words: tuple[str, ...]) -> str:
         return "|".join(r"\s+".join(map(re.escape, w.split())) for w in sorted(words, key=len, reverse=True))
 
@@ -80,15 +84,16 @@ def _attribution_patterns(cues: SourceCues) -> tuple[re.Pattern[str], ...]:
     article = rf"(?:(?i:{alternatives(cues.articles)})\s+)?" if cues.articles else ""
     out = []
     if nouns:
-        out.append(re.compile(rf"(?<![\w'’])({_NAME})['\"’]?\s+{nouns}\b"))
+        out.append(re.compile(rf"(?<![\w'’])({name})['\"’]?\s+{nouns}\b"))
         if links:
-            out.append(re.compile(rf"\b{nouns}\s+{links}\s+{article}['\"‘“]?({_NAME})"))
+            out.append(re.compile(rf"\b{nouns}\s+{links}\s+{article}['\"‘“]?({name})"))
     if before:
-        out.append(re.compile(rf"\b{before}\s+{article}['\"‘“]?({_NAME})"))
+        out.append(re.compile(rf"\b{before}\s+{article}['\"‘“]?({name})"))
     return tuple(out)
 
 
-def attributed_names(question: str, cues: SourceCues | None, not_names: Iterable[str] = ()) -> list[str]:
+def attributed_names(question: str, cues: SourceCues | None, not_names: Iterable[str] = (),
+                     words: SharedWords | None = None) -> list[str]:
     """The names the question gives as sources of what it asks about, in order, each once: "Bloomberg"
     of "a Bloomberg article", "Reuters" of "a report by Reuters", "Fortune" of "according to Fortune".
     A name that opens the question, one written with a possessive ("Tesla's report": whose report, not
@@ -96,15 +101,16 @@ def attributed_names(question: str, cues: SourceCues | None, not_names: Iterable
     November 7") is not one."""
     if cues is None:
         return []
+    joiners = shared_words(words).name_joiners
     skip = {fold(w) for w in not_names}
     articles = {fold(a) for a in cues.articles}
     found: dict[int, str] = {}
-    for pattern in _attribution_patterns(cues):
+    for pattern in _attribution_patterns(cues, joiners.sources):
         for m in pattern.finditer(question):
             if m.start(1) == 0 or re.search(r"['’]s?$", m.group(1)):
                 continue
             # "TechCrunch and The Verge": two sources; "Life and Style" is matched by its parts just as well.
-            for offset, name in _parts(m.group(1)):
+            for offset, name in _parts(m.group(1), joiners.splits):
                 words = name.split()
                 while words and fold(words[0]) in articles:
                     words = words[1:]
@@ -113,10 +119,11 @@ def attributed_names(question: str, cues: SourceCues | None, not_names: Iterable
     return list(dict.fromkeys(found[k] for k in sorted(found)))
 
 
-def _parts(name: str) -> list[tuple[int, str]]:
-    """A name split where "and", "e" or "&" joins two: (offset, part)."""
+def _parts(name: str, splits: tuple[str, ...]) -> list[tuple[int, str]]:
+    """A name split where "&" or a word of `splits` ("and", "e") joins two: (offset, part)."""
     out, start = [], 0
-    for m in re.finditer(r"\s+(?:and|e|&)\s+", name):
+    joining = "|".join(map(re.escape, (*splits, "&")))
+    for m in re.finditer(rf"\s+(?:{joining})\s+", name):
         out.append((start, name[start:m.start()]))
         start = m.end()
     return [*out, (start, name[start:])]
@@ -134,7 +141,8 @@ def unheld_sources(question: str, language: str, policy: Policy, rag: dict, tena
     Nothing is checked when the documents record no source at all (`retrieval.mention_fields` names
     the field; a collection without it cannot say where its text was published)."""
     cues = policy.languages.source_cues.get(language)
-    named = attributed_names(question, cues, [m for months in policy.languages.months.values() for m in months])
+    named = attributed_names(question, cues, [m for months in policy.languages.months.values() for m in months],
+                             policy.languages.shared)
     if not named or "source" not in policy.retrieval.mention_fields:
         return named, []
     values = field_values("source", rag.get("collections") or [], tenant, index)
@@ -157,7 +165,7 @@ def date_ranges(text: str, policy: Policy) -> list[dict[str, str]]:
     cfg = policy.retrieval
     window = timedelta(days=cfg.date_window_days)
     ranges = []
-    for mention in find_dates(text, policy.languages.months, cfg.date_relations):
+    for mention in find_dates(text, policy.languages.months, cfg.date_relations, policy.languages.shared):
         if mention.relation == "before":
             ranges.append({"lt": mention.day.isoformat()})
         elif mention.relation == "after":

@@ -1,7 +1,9 @@
 """Text utilities shared by ingest and the nodes: language detection, phrase matching,
 sentence splitting, lexical terms (the engine's own BM25 analyzer) and value extraction.
 
-Word lists come from the policy; nothing here hard-codes a lexicon.
+Word lists come from the policy and its language packs; nothing here hard-codes a lexicon. The words
+read in every text whatever its language (scale words, abbreviations, date connectors: `SharedWords`)
+are passed by callers that hold the policy, and are the current run's policy's otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
+
+from graph.policy import SharedWords, run_languages
 
 if TYPE_CHECKING:
     from qdrant_edge import Bm25
@@ -147,8 +151,6 @@ def json_lines(lines: Iterable[str]) -> Iterator[tuple[int, Any, json.JSONDecode
 # --- sentences -----------------------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"(?:(?<=[.!?…])|(?<=[.!?…][\"”')\]]))\s+(?=[\"“(\[]?[A-ZÀ-ÖØ-Þ0-9•\-])|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
-_ABBREVIATIONS = frozenset({"sr.", "sra.", "dr.", "dra.", "e.g.", "i.e.", "nº.", "art.", "inc.", "ltd.", "vs.", "p.", "pp.", "no.",
-                            "a.m.", "p.m.", "mr.", "mrs.", "ms.", "jr.", "st.", "u.s.", "v."})
 
 
 _ENUMERATOR = re.compile(r"(?:^|\s)\d{1,2}[.)]$")
@@ -157,11 +159,19 @@ _ENUMERATOR = re.compile(r"(?:^|\s)\d{1,2}[.)]$")
 _ONLY_CITATIONS = re.compile(r"^(?:\[[^\[\]\s][^\[\]]{0,200}\]\s*)+[.!?…]?$")
 
 
-def split_sentences(text: str) -> list[str]:
+def shared_words(words: SharedWords | None = None) -> SharedWords:
+    """`words` (a policy's `languages.shared`), or, when the caller passes none, the current run's policy's
+    (the shipped policy's outside a run: graph/policy.py `run_languages`)."""
+    return words if words is not None else run_languages().shared
+
+
+def split_sentences(text: str, words: SharedWords | None = None) -> list[str]:
     """Split prose into sentences. Every line is split on its own, so titles, bullets and
-    paragraphs never run into the next sentence; "Dr." and inline "1." enumerators do not end one.
+    paragraphs never run into the next sentence; "Dr." (the language packs' `abbreviations`) and
+    inline "1." enumerators do not end one.
     A sentence is kept as its pieces until the end: "Item 1. Item 2. …" joins thousands of pieces,
     and re-reading the joined text at each one made a long list take hours."""
+    abbreviations = shared_words(words).abbreviations
     parts: list[list[str]] = []
     for line in text.splitlines():
         joined_prev = False
@@ -171,7 +181,7 @@ def split_sentences(text: str) -> list[str]:
                 continue
             # The joined sentence ends as its last piece does: its last word, or an enumerator.
             last = parts[-1][-1] if parts else ""
-            if parts and joined_prev and (last.rsplit(None, 1)[-1].lstrip("([\"“'").casefold() in _ABBREVIATIONS
+            if parts and joined_prev and (last.rsplit(None, 1)[-1].lstrip("([\"“'").casefold() in abbreviations
                                           or _ENUMERATOR.search(last) or _ONLY_CITATIONS.match(piece)):
                 parts[-1].append(piece)
             else:
@@ -391,12 +401,14 @@ def get_analyzer(policy) -> Analyzer:
 
 # --- values: numbers, amounts, percentages, dates, field names -----------------------------
 
-_NUMBER = re.compile(
-    r"(?<![\w.,])(\d{1,3}(?:[.,]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)(\s?%|\s?(?:mil|milhão|milhões|bilhão|bilhões|thousand|million|millions|billion|billions|mi|bi|k|m|bn)\b)?",
-    re.IGNORECASE | re.UNICODE,
-)
-_SCALES = {"mil": 1e3, "thousand": 1e3, "k": 1e3, "milhão": 1e6, "milhões": 1e6, "million": 1e6, "millions": 1e6,
-           "mi": 1e6, "m": 1e6, "bilhão": 1e9, "bilhões": 1e9, "billion": 1e9, "billions": 1e9, "bi": 1e9, "bn": 1e9}
+@functools.lru_cache(maxsize=8)
+def _number_pattern(scale_words: tuple[tuple[str, float], ...]) -> re.Pattern[str]:
+    """A number, with a percent sign or a scale word (the language packs' `scale_words`) after it."""
+    scales = "|".join(re.escape(word) for word, _ in scale_words)
+    return re.compile(
+        r"(?<![\w.,])(\d{1,3}(?:[.,]\d{3})+(?:[.,]\d+)?|\d+(?:[.,]\d+)?)(\s?%" + (rf"|\s?(?:{scales})\b" if scales else "") + ")?",
+        re.IGNORECASE | re.UNICODE,
+    )
 _FIELD = re.compile(r"`([^`\s]{2,60})`|\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b|\b([a-z]+[A-Z][A-Za-z0-9]+)\b")
 
 
@@ -420,19 +432,22 @@ def _readings(token: str) -> set[float]:
     return out
 
 
-def value_spans(text: str) -> list[tuple[int, int]]:
+def value_spans(text: str, words: SharedWords | None = None) -> list[tuple[int, int]]:
     """(start, end) of each number `extract_values` finds, its scale word or % included."""
-    return [(m.start(), m.start() + len(m.group(0).rstrip())) for m in _NUMBER.finditer(text)]
+    pattern = _number_pattern(shared_words(words).scale_words)
+    return [(m.start(), m.start() + len(m.group(0).rstrip())) for m in pattern.finditer(text)]
 
 
-def extract_values(text: str) -> list[tuple[str, set[float]]]:
-    """Numbers found in `text` as (surface form, numeric readings). Scale words multiply
-    ("1,2 milhão" reads as 1.2 and 1 200 000) so that either spelling matches the other."""
+def extract_values(text: str, words: SharedWords | None = None) -> list[tuple[str, set[float]]]:
+    """Numbers found in `text` as (surface form, numeric readings). Scale words (the language packs'
+    `scale_words`) multiply ("1,2 milhão" reads as 1.2 and 1 200 000) so that either spelling matches the other."""
+    scale_words = shared_words(words).scale_words
+    scales = dict(scale_words)
     found: list[tuple[str, set[float]]] = []
-    for m in _NUMBER.finditer(text):
+    for m in _number_pattern(scale_words).finditer(text):
         token, suffix = m.group(1), (m.group(2) or "").strip().casefold()
         readings = _readings(token)
-        scale = _SCALES.get(suffix)
+        scale = scales.get(suffix)
         if scale:
             readings |= {round(r * scale, 6) for r in readings}
         found.append((m.group(0).strip(), readings))
@@ -443,10 +458,10 @@ def value_supported(readings: set[float], pool: set[float]) -> bool:
     return any(abs(r - p) <= 1e-6 * max(1.0, abs(p)) for r in readings for p in pool)
 
 
-def value_pool(texts: Iterable[str]) -> set[float]:
+def value_pool(texts: Iterable[str], words: SharedWords | None = None) -> set[float]:
     pool: set[float] = set()
     for t in texts:
-        for _, readings in extract_values(t):
+        for _, readings in extract_values(t, words):
             pool |= readings
     return pool
 
@@ -491,22 +506,33 @@ class DateMention:
     end: int
 
 
+def connector_pattern(connectors: Sequence[str]) -> str:
+    """An optional connector word and the spaces after it ("de " of "18 de outubro"), as a pattern."""
+    alternation = "|".join(re.escape(fold(c)) for c in connectors)
+    return rf"(?:(?:{alternation})\s+)?" if alternation else ""
+
+
 @functools.lru_cache(maxsize=64)
-def _date_patterns(months: tuple[tuple[str, ...], ...]) -> tuple[re.Pattern[str], dict[str, int]]:
+def _date_patterns(months: tuple[tuple[str, ...], ...],
+                   connectors: tuple[str, ...]) -> tuple[re.Pattern[str], dict[str, int]]:
     number = {fold(name): i % 12 + 1 for names in months for i, name in enumerate(names)}
     alternation = "|".join(sorted(map(re.escape, number), key=len, reverse=True))
+    of = connector_pattern(connectors)
     pattern = re.compile(
         rf"(?<!\w)(?:(?P<m1>{alternation})\.?\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<y1>\d{{4}})"  # October 18, 2023
-        rf"|(?P<d2>\d{{1,2}})(?:º|°)?\s+(?:de\s+)?(?P<m2>{alternation})\.?,?\s+(?:de\s+)?(?P<y2>\d{{4}})"  # 18 de outubro de 2023
+        rf"|(?P<d2>\d{{1,2}})(?:º|°)?\s+{of}(?P<m2>{alternation})\.?,?\s+{of}(?P<y2>\d{{4}})"  # 18 de outubro de 2023
         r"|(?P<y3>\d{4})-(?P<m3>\d{2})-(?P<d3>\d{2}))(?!\w)",  # 2023-10-18
         re.IGNORECASE | re.UNICODE)
     return pattern, number
 
 
-def find_dates(text: str, months: Mapping[str, Sequence[str]], relations: Mapping[str, Sequence[str]]) -> list[DateMention]:
-    """Dates written out in `text` (month names per language, each list January..December, from the
-    policy), each with the relation the words just before it give ("before", "after"; else "on")."""
-    pattern, number = _date_patterns(tuple(tuple(names) for names in months.values()))
+def find_dates(text: str, months: Mapping[str, Sequence[str]], relations: Mapping[str, Sequence[str]],
+               words: SharedWords | None = None) -> list[DateMention]:
+    """Dates written out in `text` (month names per language, each list January..December, and the words
+    between day, month and year, `date_connectors`, from the language packs), each with the relation the
+    words just before it give ("before", "after"; else "on")."""
+    pattern, number = _date_patterns(tuple(tuple(names) for names in months.values()),
+                                     shared_words(words).date_connectors)
     folded = fold(text)
     found: list[DateMention] = []
     for m in pattern.finditer(folded):

@@ -120,8 +120,20 @@ def freeze_policy(ctx: Context) -> None:
     otherwise change the rules half-way (or, mid-edit, disable retrieval for the rest of the run)."""
     policy = load_policy(ctx.policy_path)
     folder = ctx.home_path / "policy-snapshots"
+    # The language packs it names are copied beside it, where its relative names find them.
+    if policy.packs:
+        folder = folder / policy.digest[:16]
     folder.mkdir(parents=True, exist_ok=True)
-    frozen = folder / f"{policy.digest[:16]}.yaml"
+    frozen = folder / (f"{policy.digest[:16]}.yaml" if not policy.packs else Path(policy.path).name)
+    for pack in policy.packs:
+        target = folder / pack.name
+        if Path(pack.name).is_absolute() or ".." in Path(pack.name).parts:
+            continue  # named by an absolute path (read where it is) or outside the policy's folder
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_suffix(".tmp")
+            tmp.write_bytes(Path(pack.path).read_bytes())
+            tmp.replace(target)
     if not frozen.exists():
         tmp = frozen.with_suffix(".tmp")
         tmp.write_bytes(Path(policy.path).read_bytes())

@@ -13,12 +13,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from graph.context import Context
-from graph.policy import Policy, PolicyError, load_policy, policy_version
+from graph.policy import Policy, PolicyError, load_policy, policy_version, use_languages
+from graph.prompts import add_languages
 
 
 def run_policy(rag: Mapping[str, Any] | None, ctx: Context) -> Policy:
     """The policy of the run whose route record is `rag`. A node called on its own (no route record
-    naming a version) reads the policy file of `ctx`."""
+    naming a version) reads the policy file of `ctx`. Its languages become the run's: the readers the
+    node calls take their words from them (graph/policy.py `use_languages`), and the phrases of a language
+    no shipped pack has are taken from it (graph/prompts.py `add_languages`)."""
+    policy = _run_policy(rag, ctx)
+    use_languages(policy.languages)
+    add_languages(policy.languages.phrases, policy.languages.names)
+    return policy
+
+
+def _run_policy(rag: Mapping[str, Any] | None, ctx: Context) -> Policy:
     rag = rag or {}
     if rag.get("disabled_reason") == "policy_invalid":
         raise PolicyError(rag.get("error") or "the policy of this run could not be loaded")
