@@ -1106,6 +1106,14 @@ def run_languages() -> Languages:
     return _run_languages.get() or shipped_languages()
 
 
+def run_language(state: Mapping[str, Any], policy: Policy | None = None) -> str:
+    """The language of the run's question: route_gate's reading (the state's `language`, also kept in the
+    route record `rag`), else the default of `policy` (a node called on its own; the current run's policy's
+    when None, `run_languages`)."""
+    rag = state.get("rag") or {}
+    return state.get("language") or rag.get("language") or (policy.languages if policy else run_languages()).default
+
+
 def policy_version(digest: str) -> Policy | None:
     """The policy loaded lately whose file had this sha256, if it is still kept."""
     with _cache_lock:

@@ -20,6 +20,7 @@ from graph.algorithms.question_form import question_form
 from graph.algorithms.text import get_analyzer
 from graph.context import Context
 from graph.output import failure_reason
+from graph.policy import run_language
 from graph.providers.resources import bounded_index
 from graph.runtime.request_reads import read_payloads, request_reads
 from graph.runtime.run_policy import run_policy
@@ -53,7 +54,7 @@ def bridge(state: State, runtime: Runtime[Context]) -> dict:
     rag = state["rag"]
     policy = run_policy(rag, ctx)
     depth = policy.retrieval.bridge_from_chunks
-    language = rag.get("language", "en")
+    language = run_language(state, policy)
     if not (depth and ctx.decompose and ctx.rerank and len(question_parts(state)) >= 2):
         return {"bridge_name": ""}
     if not question_form(state["question"], language, policy.languages.question_cues).wants_name:

@@ -47,7 +47,7 @@ from graph.algorithms.text import Analyzer, citations_in, get_analyzer, has_any_
 from graph.algorithms.unattested import unattested_subject
 from graph.context import Context
 from graph.output import failure_reason
-from graph.policy import Policy, PolicyError
+from graph.policy import Policy, PolicyError, run_language
 from graph.prompts import phrase, phrases
 from graph.providers.chat import chat_model
 from graph.providers.resources import embeddings_for
@@ -227,7 +227,6 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     `errors` (a chat model's draft refused, and why)."""
     ctx = run_context(runtime)
     rag = state.get("rag") or {}
-    language = state.get("language") or rag.get("language") or "en"
     chunks = state.get("reranked") or []
     question = state.get("question", "")
     sub_queries = state.get("sub_queries") or []
@@ -236,6 +235,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
         policy = run_policy(rag, ctx)
     except PolicyError:  # the run has no valid policy: retrieval is off, and the answer says why
         policy = None
+    language = run_language(state, policy)
     if policy is None or not rag.get("enabled"):
         return disabled_answer(rag, language, policy)
 

@@ -24,7 +24,7 @@ from graph.algorithms.scoping import mentioned_values
 from graph.algorithms.text import json_reply
 from graph.context import Context
 from graph.output import failure_reason
-from graph.policy import Policy
+from graph.policy import Policy, run_language
 from graph.prompts import llm_prompt
 from graph.providers.chat import chat_model
 from graph.providers.resources import bounded_index
@@ -72,11 +72,11 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
     failed)."""
     ctx = run_context(runtime)
     question = state["question"]
-    language = state.get("language", "en")
     info = dict(state.get("decomposition") or {})
     errors: list[str] = []
     try:
         policy = run_policy(state.get("rag"), ctx)
+        language = run_language(state, policy)
         if "complex" not in info:  # called on its own, without route_gate's assessment
             info.update(assess(question, policy))
         sub_queries, method = [question], "rules"

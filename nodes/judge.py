@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from graph.algorithms.judging import combine_with_llm, deterministic_verdict, parse_llm_verdict
 from graph.context import Context
 from graph.output import failure_reason
+from graph.policy import run_language
 from graph.prompts import llm_prompt
 from graph.providers.chat import chat_model
 from graph.providers.relevance import judge_scorer
@@ -80,7 +81,7 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
         embeddings = None
         errors.append(f"judge: embeddings unavailable, lexical support only: {exc}")
     try:
-        scorer = judge_scorer(policy, state.get("language", "en"))
+        scorer = judge_scorer(policy, run_language(state, policy))
     except ProviderError as exc:  # the cross-encoder's package or files: relevance is judged lexically
         scorer = None
         errors.append(f"judge: relevance model unavailable, lexical relevance only: {exc}")

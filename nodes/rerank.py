@@ -34,6 +34,7 @@ from graph.algorithms.rerank_scores import apply_boosts, base_scores, on_score_s
 from graph.algorithms.text import get_analyzer, instruction_matcher
 from graph.context import Context
 from graph.output import failure_reason
+from graph.policy import run_language
 from graph.providers.relevance import choose_relevance, relevance_scorer
 from graph.providers.resources import bounded_index
 from graph.providers.vectorstore import VectorIndex
@@ -64,7 +65,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         return {"reranked": []}
     policy = run_policy(rag, ctx)
     cfg = policy.rerank
-    analyzer, language = get_analyzer(policy), rag.get("language", "en")
+    analyzer, language = get_analyzer(policy), run_language(state, policy)
     question_terms = set(analyzer.terms(state["question"], language))
     profile = rag["profile"]
     max_chunks = int(rag.get("max_chunks") or cfg.top_n)
@@ -145,11 +146,11 @@ def relevance_rerank(ctx: Context, policy, rag: dict, question: str, question_te
     try:
         languages = [(index.manifest(c) or {}).get("language") for c in rag["collections"]]
         # Under `auto` a profile that sets a depth asks for the cross-encoder on its intents.
-        spec = choose_relevance(ctx, rag.get("language", "en"), languages,
+        spec = choose_relevance(ctx, run_language({"rag": rag}, policy), languages,
                                 auto_cross_encoder=models.auto_cross_encoder or bool(depth))
         if spec is None or depth == 0:
             return ranked, []
-        analyzer, language = get_analyzer(policy), rag.get("language", "en")
+        analyzer, language = get_analyzer(policy), run_language({"rag": rag}, policy)
         settings = models.cross_encoder if spec.startswith("local/") else models.server
         depth = settings.candidates if depth is None else int(depth)
         scorer = relevance_scorer(spec, ctx, analyzer=analyzer, language=language, max_tokens=settings.max_tokens,

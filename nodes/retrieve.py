@@ -31,6 +31,7 @@ from graph.algorithms.scoping import mentioned_filters, scope_to_mentions, unhel
 from graph.algorithms.text import get_analyzer, is_number
 from graph.context import Context
 from graph.output import failure_reason
+from graph.policy import run_language
 from graph.providers.resources import bounded_index, get_resources
 from graph.providers.vectorstore import DataFolderBusy, SearchHit, TenantRequiredError
 from graph.runtime.query_vectors import collection_manifest, vectors_by_collection
@@ -171,12 +172,12 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     ctx = run_context(runtime)
     rag = task["rag"]
     key = _task_key(task)
-    language = rag.get("language", "en")
     results: dict[str, SearchResult] = {}
     update: dict = {}
     problems: list[str] = []
     try:
         policy = run_policy(rag, ctx)
+        language = run_language(task, policy)
         index = bounded_index(ctx, get_resources(ctx).index)
         analyzer = get_analyzer(policy)
         filters = dict(task["filters"] if "filters" in task else rag.get("filters") or {})

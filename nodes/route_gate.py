@@ -24,16 +24,17 @@ from graph.algorithms.decomposition import assess
 from graph.algorithms.routing import infer_intent
 from graph.algorithms.text import detect_language, has_any_phrase
 from graph.context import Context
-from graph.policy import Policy, PolicyError, load_policy
+from graph.policy import Policy, PolicyError, load_policy, shipped_languages
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import RouteRecord, State, check_correlation_id, check_question, fresh_turn
 
 
 def question_language(question: str, policy: Policy | None) -> str:
-    if policy is None:
-        return "en"
-    return detect_language(question, policy.languages.markers, policy.languages.default)
+    """The question's language by the policy's markers; by the shipped policy's when the run's is broken (its
+    answer, that retrieval is off, is still said in the asker's language)."""
+    languages = policy.languages if policy is not None else shipped_languages()
+    return detect_language(question, languages.markers, languages.default)
 
 
 def policy_snapshot(policy: Policy, entity_spec: dict, intent: str | None) -> dict:

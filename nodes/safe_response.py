@@ -6,6 +6,7 @@ from __future__ import annotations
 from langgraph.runtime import Runtime
 
 from graph.context import Context
+from graph.policy import run_language
 from graph.prompts import phrase
 from graph.runtime.timing import timed
 from graph.state import State
@@ -26,7 +27,7 @@ def safe_response(state: State, runtime: Runtime[Context]) -> dict:
     Reads `verdict` (the unsupported values, fields and citations), `reranked` and `language`.
     Writes `answer` (the safe response), `direct_answer` (none: nothing was confirmed),
     `citations_used` (none) and `blocked_answer` (the composer's answer, kept for audit)."""
-    language = state.get("language", "en")
+    language = run_language(state)
     items = unconfirmed_items(state.get("verdict") or {})
     doc_ids = list(dict.fromkeys(c["docId"] for c in state.get("reranked") or []))
     lines = [phrase(language, "safe_intro")]
