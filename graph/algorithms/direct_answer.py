@@ -624,6 +624,8 @@ def _named_by(question_text: str, question: QuestionWords, is_stopword: Callable
     return said
 
 
+# Over 80 lines, a third of them its docstring: counting the mentions, choosing the name and checking that the
+# evidence singles it out all read the same weighted counts, which splitting would pass through four functions.
 def _name_answer(question: QuestionWords, question_text: str, candidates: Sequence[Candidate], floor: float,
                  focus: str | None = None, margin: float = 1.0,
                  titles: Mapping[str, str] | None = None, person: bool = False,
