@@ -15,9 +15,10 @@ what every text is read with whatever its language (scale words, abbreviations, 
 joiners); readers called without it take the current run's (`run_languages`).
 
 `load_policy()` returns a validated `Policy` or raises `PolicyError`, whose message names the file
-and the field that is wrong. A run reads one policy from its first node to its last
-(graph/runtime/run_policy.py); `Policy.digest` (the file's sha256, with its packs') names that version in the request
-record. `Policy.raw` is the YAML as parsed, kept for the snapshot shown to users.
+and the field that is wrong. A run reads one policy from its first node to its last, wherever it is
+resumed (graph/runtime/run_policy.py: the version is kept in the data folder as `kept_version_text`
+writes it); `Policy.digest` (the file's sha256, with its packs') names that version in the request
+record. `Policy.raw` is the YAML as parsed, with the packs assembled into it.
 """
 
 from __future__ import annotations
@@ -743,7 +744,8 @@ class PackFile:
 def _read_packs(raw: dict, path: str) -> tuple[dict, tuple[PackFile, ...]]:
     """The policy `raw` with its language packs (`languages.packs`) assembled into it: the `languages`
     section by kind, as `Languages` reads it, and the shared sections' lists with each pack's words added
-    (after the policy's own, each word once). Pack files are read relative to the policy's folder."""
+    (after the policy's own, each word once). Pack files are read relative to the policy's folder, else
+    among the packs ragate ships (policies/languages/)."""
     languages = raw.get("languages")
     if not isinstance(languages, dict) or "packs" not in languages:
         return raw, ()
@@ -758,6 +760,10 @@ def _read_packs(raw: dict, path: str) -> tuple[dict, tuple[PackFile, ...]]:
             pack, source = named, path
         elif isinstance(named, str) and named:
             source = str(Path(path).parent / named)
+            if not Path(source).exists() and (DEFAULT_POLICY_PATH.parent / named).is_file():
+                # A policy copied elsewhere without its packs ("cp policies/rag.yaml my.yaml") reads the packs
+                # ragate ships; a pack beside it, written by its owner, wins.
+                source = str(DEFAULT_POLICY_PATH.parent / named)
             try:
                 data = Path(source).read_bytes()
                 pack = yaml.safe_load(data.decode("utf-8"))
@@ -1023,8 +1029,8 @@ def _sha256(data: bytes) -> str:
 
 
 _cache: dict[str, tuple[tuple[tuple[int, int], ...], Policy]] = {}
-# Every version loaded lately, by digest: a run asks for the version it started with
-# (graph/runtime/run_policy.py) however often the file changes while it runs.
+# The versions read lately, by digest: a speed-up for the runs that name one (graph/runtime/run_policy.py), whose
+# source is the version kept in the data folder, never this cache.
 _versions: OrderedDict[str, Policy] = OrderedDict()
 KEPT_VERSIONS = 64
 _checked_at: dict[str, float] = {}
@@ -1077,10 +1083,37 @@ def load_policy(path: str | os.PathLike[str] | None = None) -> Policy:
     with _cache_lock:
         _cache[resolved] = ((stamp, *(_stamp(p.path) for p in policy.packs)), policy)
         _checked_at[resolved] = now
-        _versions[policy.digest] = policy
-        _versions.move_to_end(policy.digest)
-        while len(_versions) > KEPT_VERSIONS:
-            _versions.popitem(last=False)
+        _keep_version(policy)
+    return policy
+
+
+def _keep_version(policy: Policy) -> None:
+    """Keep `policy` among this process's recent versions (under `_cache_lock`)."""
+    _versions[policy.digest] = policy
+    _versions.move_to_end(policy.digest)
+    while len(_versions) > KEPT_VERSIONS:
+        _versions.popitem(last=False)
+
+
+def kept_version_text(policy: Policy) -> str:
+    """`policy` as one self-contained YAML document (its packs assembled into it, `Policy.raw`), from which
+    `policy_from_kept_version` rebuilds the same version in any process."""
+    return yaml.safe_dump({"path": policy.path, "digest": policy.digest, "policy": policy.raw},
+                          allow_unicode=True, sort_keys=False)
+
+
+def policy_from_kept_version(text: str, digest: str) -> Policy:
+    """The version `kept_version_text` wrote, validated as a policy file is; `PolicyError` when the text is
+    not that of the version `digest`."""
+    try:
+        kept = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PolicyError(f"kept policy version {digest[:12]}: is not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(kept, dict) or kept.get("digest") != digest or not isinstance(kept.get("policy"), dict):
+        raise PolicyError(f"kept policy version {digest[:12]}: is not that version")
+    policy = validate_policy(kept["policy"], str(kept.get("path") or ""), digest)
+    with _cache_lock:
+        _keep_version(policy)
     return policy
 
 
@@ -1115,6 +1148,6 @@ def run_language(state: Mapping[str, Any], policy: Policy | None = None) -> str:
 
 
 def policy_version(digest: str) -> Policy | None:
-    """The policy loaded lately whose file had this sha256, if it is still kept."""
+    """The policy read lately whose digest is this one, if this process still keeps it."""
     with _cache_lock:
         return _versions.get(digest)

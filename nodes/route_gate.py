@@ -25,6 +25,7 @@ from graph.algorithms.routing import infer_intent
 from graph.algorithms.text import detect_language, has_any_phrase
 from graph.context import Context
 from graph.policy import Policy, PolicyError, load_policy, shipped_languages
+from graph.runtime.run_policy import keep_run_version
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
 from graph.state import RouteRecord, State, check_correlation_id, check_question, fresh_turn
@@ -76,6 +77,7 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
     policy: Policy | None = None
     try:
         policy = load_policy(ctx.policy_path)
+        keep_run_version(policy, ctx)
     except PolicyError as exc:
         record["error"] = f"retrieval disabled: {exc}"
         record["disabled_reason"] = "policy_invalid"

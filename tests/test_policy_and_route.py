@@ -419,9 +419,24 @@ def test_a_bad_language_pack_names_the_policy_the_pack_and_the_field(tmp_path, c
 
 def test_a_missing_pack_is_a_policy_error(tmp_path):
     path = _policy_with_packs(tmp_path, _shipped_pack("pt"))
-    (tmp_path / "languages" / "pt.yaml").unlink()
-    with pytest.raises(PolicyError, match=r"languages\.packs\.pt: language pack .*pt\.yaml not found"):
+    text = path.read_text(encoding="utf-8").replace("languages/pt.yaml", "languages/pt-br.yaml")
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(PolicyError, match=r"languages\.packs\.pt: language pack .*pt-br\.yaml not found"):
         load_policy(path)
+
+
+def test_a_policy_copied_without_its_packs_reads_the_shipped_ones(tmp_path):
+    """`cp policies/rag.yaml my.yaml` and edit: the packs it names are ragate's own, unless it has its own beside it."""
+    from graph.assets import DEFAULT_POLICY_PATH
+
+    copied = tmp_path / "my.yaml"
+    copied.write_text(DEFAULT_POLICY_PATH.read_text(encoding="utf-8"), encoding="utf-8")
+    assert load_policy(copied).languages.negations == load_policy(DEFAULT_POLICY_PATH).languages.negations
+    (tmp_path / "own").mkdir()
+    path = _policy_with_packs(tmp_path / "own", _shipped_pack("pt"))
+    pack = tmp_path / "own" / "languages" / "pt.yaml"
+    pack.write_text(pack.read_text(encoding="utf-8").replace("não", "nao"), encoding="utf-8")
+    assert load_policy(path).languages.negations["pt"][0] == "nao"
 
 
 def test_packs_assemble_into_the_languages_and_an_edited_pack_is_reloaded(tmp_path, monkeypatch):
