@@ -32,7 +32,7 @@ from graph.algorithms.text import (
     split_sentences,
     strip_citations,
 )
-from graph.policy import DecisionThresholds, JudgeSettings, Policy
+from graph.policy import DecisionThresholds, JudgeSettings, Policy, run_language
 from graph.prompts import all_templates
 from graph.state import Chunk, State, Verdict
 
@@ -202,7 +202,7 @@ def _warning(fraction: float, thresholds: DecisionThresholds) -> float:
 def deterministic_verdict(state: State, policy: Policy, embeddings: Any = None, scorer: Any = None) -> Verdict:
     """`judge_answer` on the run's answer, question, direct answer and reranked chunks."""
     return judge_answer(state.get("answer") or "", sources_of(state.get("reranked") or []),
-                        language=state.get("language", "en"), coverage=state.get("coverage_level", "none"),
+                        language=run_language(state, policy), coverage=state.get("coverage_level", "none"),
                         policy=policy, embeddings=embeddings, question=state.get("question") or "",
                         direct_answer=state.get("direct_answer"), scorer=scorer)
 
