@@ -70,7 +70,8 @@ VARIABLES: dict[str, Variable] = {v.name: v for v in (
     Variable("RAGATE_POLICY", Path, "The YAML policy (`Context.policy_path`): routing, budgets, lexicons, thresholds.",
              unset="the bundled `policies/rag.yaml`"),
     Variable("RAGATE_HOME", Path, "Data folder (`Context.home`): collections, embedding cache, memory, the CLI's "
-                                  "request log; `ragate eval` keeps its collections in `<home>/eval`.",
+                                  "request log, the policy versions runs started with; `ragate eval` keeps its "
+                                  "collections in `<home>/eval`.",
              default=".ragate"),
     Variable("RAGATE_EMBEDDING_MODEL", str, "Embeddings (`Context.embedding_model`): `auto` (each collection's "
                                             "own: English → `local/bge-small`, else `local/use-multilingual`), "
