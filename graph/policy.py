@@ -527,6 +527,28 @@ class JudgeSettings:
     utility: UtilityScoring = UtilityScoring()
 
 
+@dataclass(frozen=True)
+class ReaderChecks:
+    """How the reader (graph/providers/reader.py) checks a direct answer against the sentences it was read from
+    (graph/algorithms/answer_reading.py): only what it confirms is given, and the judge blocks what it
+    contradicts. Set on dev data (bench/RESULTS.md, "The reader in compose and judge")."""
+
+    enabled: bool = True   # false: direct answers are given unchecked, as without the reader
+    # A yes/no answer is confirmed when the reader reads the same with at least this probability ...
+    yes_no_floor: float = field(default=0.7, metadata=_SHARE)
+    # ... and contradicted when it reads the other with at least this one.
+    contradiction_floor: float = field(default=0.6, metadata=_SHARE)
+    # A value, date, name or phrase is confirmed when it and the reader's best span share at least this token F1 ...
+    span_agreement: float = field(default=0.6, metadata=_SHARE)
+    # ... and contradicted when it shares none with a span the reader finds likelier than "no answer here" by
+    # this (logits).
+    span_margin: float = 0.0
+    # Given only when the reader confirms it: a yes/no answer (else: one it does not contradict) ...
+    confirm_yes_no: bool = True
+    # ... a value, date, name or phrase (off: one the reader does not contradict).
+    confirm_values: bool = False
+
+
 # --- languages, documents, memory ---------------------------------------------------------------
 
 
@@ -845,6 +867,7 @@ class Policy:
     languages: Languages
     documents: DocumentSettings
     memory: MemorySettings
+    reader: ReaderChecks = ReaderChecks()
     # The language pack files the policy names (`languages.packs`); `raw` holds them assembled.
     packs: tuple[PackFile, ...] = ()
 
@@ -872,7 +895,7 @@ SECTIONS: dict[str, tuple[type, bool]] = {
     "routing": (Routing, True), "profiles": (Mapping[str, Profile], True), "rag": (RagRoutes, True),
     "decomposition": (DecompositionSettings, True), "rerank": (RerankSettings, True), "compose": (ComposeSettings, True),
     "judge": (JudgeSettings, True), "languages": (Languages, True), "retrieval": (RetrievalSettings, False),
-    "documents": (DocumentSettings, False), "memory": (MemorySettings, False),
+    "documents": (DocumentSettings, False), "memory": (MemorySettings, False), "reader": (ReaderChecks, False),
 }
 
 

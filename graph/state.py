@@ -249,6 +249,10 @@ class State(TypedDict, total=False):
     # The short answer the answer opens with (a value, a date, a name, yes/no; at most a dozen words,
     # no citation markers), or None when the evidence supports none (graph/algorithms/direct_answer.py).
     direct_answer: str | None
+    # What the reader made of the direct answer the evidence gave (graph/algorithms/answer_reading.py): its
+    # outcome (confirmed, contradicted, unsure, unchecked), what it read, and why the answer was given or
+    # withheld. Empty when there was no direct answer to check.
+    direct_check: dict[str, str]
     citations_used: list[str]
     coverage_level: Coverage
     suggestions: list[str]
@@ -272,7 +276,7 @@ TURN_INPUTS = ("request_id", "correlation_id", "question", "intent", "entity", "
 TURN_RESULTS: dict[str, Any] = {
     "decomposition": {}, "sub_queries": [], "part_routes": {}, "scoped_queries": [], "sources_named": [], "sources_unheld": [],
     "hits": {}, "fused": [], "bridge_name": None, "reranked": [],
-    "answer": "", "direct_answer": None, "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {},
+    "answer": "", "direct_answer": None, "direct_check": {}, "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {},
     "blocked_answer": "", "memory": {}, "timings_ms": {}, "errors": [],
 }
 

@@ -25,10 +25,12 @@ non-streamed reply must; the client's own timeout only bounds the wait for each 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from langgraph.runtime import Runtime
 
+from graph.algorithms.answer_reading import DirectCheck, cited_texts, yes_no_said
 from graph.algorithms.chat_draft import draft_direct_answer, llm_answer
 from graph.algorithms.coverage import answer_coverage, coverage_level, is_relevant, resolve_conflicts
 from graph.algorithms.cross_language import answered_by_meaning, in_another_language, meaning_relevance
@@ -53,6 +55,7 @@ from graph.providers.chat import chat_model
 from graph.providers.resources import embeddings_for
 from graph.providers.specs import ProviderError
 from graph.providers.translation import translator_for
+from graph.runtime.direct_reading import reader_check
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -186,17 +189,25 @@ def checked_draft(question: str, language: str, coverage: str, relevant: list[Ch
 
 def read_extractive(question: str, sub_queries: list[str], language: str, relevant: list[Chunk],
                     hits: dict[str, SearchResult], analyzer: Analyzer, policy: Policy, ctx: Context,
-                    errors: list[str]) -> ExtractiveAnswer:
-    """The deterministic answer (`extractive_answer`). When the best evidence is in another language, the
-    question put into it is read there by its words; otherwise it is read as asked, evidence in another
-    language by meaning."""
+                    errors: list[str]) -> tuple[ExtractiveAnswer, DirectCheck | None]:
+    """The deterministic answer (`extractive_answer`), and what the reader made of its direct answer (None:
+    it gave none). When the best evidence is in another language, the question put into it is read there by
+    its words; otherwise it is read as asked, evidence in another language by meaning. A direct answer the
+    reader does not confirm is withheld: the answer is read again without one, and opens with its evidence."""
     reading = read_in_evidence_language(question, sub_queries, language, relevant, ctx,
                                         policy.compose.direct.own_language_margin, errors)
     asked, parts_asked, read_language = reading or (question, sub_queries, language)
     relevance = None if reading else cross_lingual_relevance(question, language, relevant, policy, ctx, errors)
-    return extractive_answer(asked, parts_asked, read_language, relevant, analyzer, policy, relevance,
+    read = functools.partial(extractive_answer, asked, parts_asked, read_language, relevant, analyzer, policy, relevance,
                              part_leads(hits, relevant), reply_language=language,
                              part_names=dict(zip(parts_asked, sub_queries)))
+    extractive = read()
+    if extractive.found is None:
+        return extractive, None
+    found = extractive.found
+    check = reader_check(asked, found.text, found.method, found.sentences, policy, errors,
+                         several_parts=len(parts_asked) > 1)
+    return (extractive if check.shown else read(give_direct=False)), check
 
 
 def draft_lines(written: str, found: DirectAnswer | None, question: str, language: str,
@@ -221,7 +232,8 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     `sub_queries` (their terms count as the question's), `hits` (which chunk each part's own search
     found first: `part_leads`), `sources_named` and `sources_unheld` (a
     question about sources the caller holds nothing from gets coverage none and says so). Writes
-    `answer`, `direct_answer` (the short answer it opens with, or None), `citations_used` (ids of
+    `answer`, `direct_answer` (the short answer it opens with, or None: none found, or one the reader did
+    not confirm), `direct_check` (what the reader made of it: `read_extractive`), `citations_used` (ids of
     retrieved documents the answer cites), `coverage_level` (the evidence's, adjusted by what the
     answer covers: `answer_coverage`), `suggestions` (three when coverage is low or none) and
     `errors` (a chat model's draft refused, and why)."""
@@ -252,6 +264,7 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
     lines: list[str] = []
     errors: list[str] = []
     found: DirectAnswer | None = None
+    check: DirectCheck | None = None  # what the reader made of the direct answer
     direct: str | None = None  # the chat model's own direct answer, when its draft opens with one
     # Sources the question attributes what it asks about to, none of the caller's documents comes from
     # (retrieve): another source's text is no answer to "what did the Bloomberg article say".
@@ -265,11 +278,12 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
         coverage, relevant = "low", chunks
     if coverage != "none":
         written = checked_draft(question, language, coverage, relevant, chunks, policy, ctx, errors)
-        extractive = read_extractive(question, sub_queries, language, relevant, state.get("hits") or {}, analyzer,
-                                     policy, ctx, errors)
+        extractive, check = read_extractive(question, sub_queries, language, relevant, state.get("hits") or {},
+                                            analyzer, policy, ctx, errors)
         found = extractive.found
         coverage = answer_coverage(coverage, extractive, relevant, cfg)
-        unattested = [] if found else unattested_subject(question, language, sub_queries,
+        # (A direct answer withheld by the reader was found: what the question asks about is attested.)
+        unattested = [] if found or check else unattested_subject(question, language, sub_queries,
                                                          relevant, analyzer, policy, state.get("sources_named") or [])
         if unattested:
             # "Qual é o salário médio …?" over documents that never speak of salaries, "… no Dia das Mães de
@@ -280,6 +294,10 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
             drafted, direct = draft_lines(written, found, question, language, policy)
             lines += drafted
             found = None if direct else found
+            if direct:  # the model's own direct answer, read in the documents its opening cites (the judge blocks
+                # a contradicted one)
+                check = reader_check(question, direct, yes_no_said(direct, language), cited_texts(written, chunks),
+                                     policy, errors)
         else:
             lines += extractive.lines
         cited = set(citations_in("\n".join(lines)))
@@ -305,5 +323,6 @@ def compose(state: State, runtime: Runtime[Context]) -> dict:
                    if coverage in ("low", "none") else [])
     direct = direct or direct_text(found, language)
     return {"answer": answer, "direct_answer": direct if lines and coverage != "none" else None,
+            "direct_check": check.as_record() if check and lines and coverage != "none" else {},
             "citations_used": citations, "coverage_level": coverage, "suggestions": suggestions,
             **({"errors": errors} if errors else {})}

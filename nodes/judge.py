@@ -13,6 +13,7 @@ from typing import Any
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
+from graph.algorithms.answer_reading import cited_texts, verdict_with_reading, yes_no_said
 from graph.algorithms.judging import combine_with_llm, deterministic_verdict, parse_llm_verdict
 from graph.context import Context
 from graph.output import failure_reason
@@ -22,6 +23,7 @@ from graph.providers.chat import chat_model
 from graph.providers.relevance import judge_scorer
 from graph.providers.resources import embeddings_for
 from graph.providers.specs import ProviderError
+from graph.runtime.direct_reading import reader_check
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -62,8 +64,9 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
 
     Reads `answer`, `reranked` (the text each citation must be supported by), `coverage_level`,
     `language`, `question` and `direct_answer` (what the answer must address and open with),
-    `citations_used` and `rag` (the run's policy). Writes `verdict` (scores, reasoning, final_decision,
-    per-claim checks, method) and `errors`."""
+    `direct_check` (what the reader made of it in compose: a contradicted direct answer is BLOCK; one
+    compose did not read is read here), `citations_used` and `rag` (the run's policy). Writes `verdict`
+    (scores, reasoning, final_decision, per-claim checks, method) and `errors`."""
     ctx = run_context(runtime)
     try:
         policy = run_policy(state.get("rag"), ctx)
@@ -104,4 +107,14 @@ def judge(state: State, runtime: Runtime[Context]) -> dict:
         errors += notes
         if llm_result is not None:
             verdict = combine_with_llm(verdict, llm_result, policy.judge.thresholds)
+    # The direct answer is read, not only matched: one the reader contradicts is blocked. Compose has read the
+    # one it gave; one it did not read (a judge called on its own) is read here, in the chunks it cites.
+    check = state.get("direct_check")
+    direct = state.get("direct_answer")
+    if direct and not check:
+        language = run_language(state, policy)
+        check = reader_check(state.get("question") or "", direct, yes_no_said(direct, language),
+                             cited_texts(state.get("answer") or "", state.get("reranked") or []), policy,
+                             errors).as_record()
+    verdict = verdict_with_reading(verdict, check, direct, policy.judge.invented_value_groundedness)
     return {"verdict": verdict, **({"errors": errors} if errors else {})}

@@ -205,7 +205,7 @@ def parts_left_open(parts: list[str], by_list: set[str], chunks: list[Chunk], la
 def extractive_answer(question: str, sub_queries: list[str], language: str, chunks: list[Chunk], analyzer: Analyzer,
                       policy, relevance: Callable[[list[str]], list[float]] | None = None,
                       part_leads: dict[str, Chunk] | None = None, reply_language: str | None = None,
-                      part_names: Mapping[str, str] | None = None) -> ExtractiveAnswer:
+                      part_names: Mapping[str, str] | None = None, give_direct: bool = True) -> ExtractiveAnswer:
     """The deterministic answer: the direct answer first (when the evidence gives one), then only the
     points that support it or answer another part of the question, then the parts nothing covers.
     `relevance` (`meaning_relevance`, for evidence in another language): when the best chunk is in
@@ -214,7 +214,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     `part_leads` (`part_leads`): the chunk each part's own search ranked first by meaning; a part nothing in the question's language covers, whose lead is in another
     language, is pointed to that document rather than said missing. `reply_language` (default `language`):
     the language the answer's own words are in, when the question was put into its evidence's language
-    (`read_in_evidence_language`); `part_names`: how the reply names those parts (the asker's words)."""
+    (`read_in_evidence_language`); `part_names`: how the reply names those parts (the asker's words).
+    `give_direct` false: no direct answer (one the reader did not confirm), the points chosen as without one."""
     cfg = policy.compose
     reply = reply_language or language
     named = part_names or {}
@@ -233,10 +234,12 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     units = policy.languages.period_units
     # Nothing of another period than the question names, the direct answer included.
     # A yes/no question that compares ("Does X report …, while Y …?") asks yes or no, not each side's value.
-    found = (answer_by_part(parts, chunks, language, analyzer, policy, ranking_relevance,
-                            form.compares and form.kind in ("open", "which", "how_much"))
-             or direct_answer(question, form, parts, of_the_period(titled, question, doc_titles, units), words,
-                              **direct_settings(policy, language), titles=doc_titles))
+    found = None
+    if give_direct:
+        found = (answer_by_part(parts, chunks, language, analyzer, policy, ranking_relevance,
+                                form.compares and form.kind in ("open", "which", "how_much"))
+                 or direct_answer(question, form, parts, of_the_period(titled, question, doc_titles, units), words,
+                                  **direct_settings(policy, language), titles=doc_titles))
     source = next((c for c in candidates if found and c.text == found.sentence), None)
     read = [c for c in candidates if found and c.text in found.sentences]  # where the direct answer was read
     # The direct answer's sentence follows it when it says more than the direct answer does.

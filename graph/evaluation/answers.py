@@ -369,6 +369,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "coverage_none": _share(sum(r["coverage"] == "none" for r in rows), n),
         "direct_accuracy": _share(sum(r["direct_correct"] for r in rows), n),
         "direct_precision": _share(sum(r["direct_correct"] for r in given), len(given)),
+        # The worst answer ragate can give: a wrong direct answer the judge let through as OK.
+        "confidently_wrong": sum(r["verdict"] == "OK" and not r["direct_correct"] for r in given),
         "yes_no_balanced_accuracy": yes_no_balanced_accuracy(rows),
         "null_to_none": _share(sum(r["coverage"] == "none" for r in null), len(null)),
         "citation_precision": _share(sum(c["has_fact"] for c in cited), len(cited)),
@@ -389,6 +391,9 @@ def summarize_squad(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "direct_em": _share(sum(r["direct_em"] for r in rows), n),
         "direct_f1": _share(sum(r["direct_f1"] for r in rows), n),
         "first_sentence_has_gold": _share(sum(r["first_sentence_has_gold"] for r in rows), n),
+        # A direct answer that shares no word with any gold answer, which the judge let through as OK.
+        "confidently_wrong": sum(r["verdict"] == "OK" and r["direct_answer"] is not None and r["direct_f1"] == 0
+                                 for r in rows),
         "citation_precision": _share(sum(c["gold"] for c in cited), len(cited)),
         "cited_docs": len(cited),
         "queries_citing": sum(bool(r["cited_docs"]) for r in judged),
@@ -514,10 +519,11 @@ def _multihop_tables(res: dict[str, Any]) -> list[str]:
                                   _fmt(m["citation_precision"]), str(m["cited_chunks"]), _fmt(m["coverage_none"]),
                                   *_verdict_cells(m), *_latency_cells(m)] for name, m in groups]))
     parts += ["", "### Direct answers, overall and per question type", ""]
-    header = ["type", "n", "direct accuracy", "direct given", "direct precision", "yes/no balanced accuracy",
-              "null → none", "answerable → none", "median answer words"]
+    header = ["type", "n", "direct accuracy", "direct given", "direct precision", "confidently wrong",
+              "yes/no balanced accuracy", "null → none", "answerable → none", "median answer words"]
     parts.append(_table(header, [[name, str(m["n"]), _fmt(m["direct_accuracy"]), _fmt(m["direct_given"]),
-                                  _fmt(m["direct_precision"]), _fmt(m["yes_no_balanced_accuracy"]),
+                                  _fmt(m["direct_precision"]), str(m["confidently_wrong"]),
+                                  _fmt(m["yes_no_balanced_accuracy"]),
                                   _fmt(m["null_to_none"]), _fmt(m["answerable_to_none"]),
                                   _fmt(m["median_answer_words"], 1)] for name, m in groups]))
     parts += ["", "### Accuracy per kind of gold answer", ""]
@@ -533,7 +539,8 @@ def _multihop_tables(res: dict[str, Any]) -> list[str]:
                f"({_fmt(other['false_none'])})"),
               ("- direct accuracy: the upstream rule on the direct answer alone (an abstention is wrong; a null "
                "query is right with coverage none and no direct answer); direct given / precision: answerable "
-               "queries given a direct answer / right among those; yes/no balanced accuracy: mean recall on gold "
+               "queries given a direct answer / right among those; confidently wrong: wrong direct answers the judge "
+               "passed as OK; yes/no balanced accuracy: mean recall on gold "
                "yes and gold no, read from the direct answer's first word"),
               ("- citation precision: share of the cited chunks that contain a gold evidence fact (whitespace "
                "removed), non-null queries")]
@@ -543,13 +550,15 @@ def _multihop_tables(res: dict[str, Any]) -> list[str]:
 def _squad_tables(res: dict[str, Any]) -> list[str]:
     parts = ["- direct EM / F1: SQuAD v1.1's evaluate-v1.1.py on the direct answer (lowercase, no punctuation, no "
              "a/an/the; best gold; an abstention scores 0); first sentence has gold: a normalised gold answer in "
-             "the answer's first sentence; all without the [doc_id] markers",
+             "the answer's first sentence; confidently wrong: a direct answer sharing no word with any gold that the "
+             "judge passed as OK; all without the [doc_id] markers",
              "", "### Metrics", ""]
-    header = ["", "n", "direct EM", "direct F1", "first sentence has gold", "direct given", "answerable → none",
+    header = ["", "n", "direct EM", "direct F1", "first sentence has gold", "direct given", "confidently wrong",
+              "answerable → none",
               "citation precision", "cited docs", "median answer words", "OK", "WARNING", "BLOCK", "p50 ms", "p95 ms"]
     parts.append(_table(header, [[name, str(m["n"]), _fmt(m["direct_em"]), _fmt(m["direct_f1"]),
                                   _fmt(m["first_sentence_has_gold"]), _fmt(m["direct_given"]),
-                                  _fmt(m["answerable_to_none"]), _fmt(m["citation_precision"]), str(m["cited_docs"]),
+                                  str(m["confidently_wrong"]), _fmt(m["answerable_to_none"]), _fmt(m["citation_precision"]), str(m["cited_docs"]),
                                   _fmt(m["median_answer_words"], 1), *_verdict_cells(m), *_latency_cells(m)]
                                  for name, m in [("all", res["metrics"]), *res["per_type"].items()]]))
     parts += ["", "- citation precision: share of the cited documents that are the question's gold paragraph"]

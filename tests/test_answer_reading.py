@@ -1,0 +1,185 @@
+"""The reader checks the direct answer (graph/algorithms/answer_reading.py; compose and judge use it): only a
+direct answer the reader confirms is given, a contradicted one is blocked, and the reasoning says which."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from graph.algorithms.answer_reading import (
+    CONFIRMED,
+    CONTRADICTED,
+    UNCHECKED,
+    UNSURE,
+    check_direct_answer,
+    token_f1,
+    verdict_with_reading,
+)
+from graph.policy import ReaderChecks
+
+SETTINGS = ReaderChecks()
+
+
+@dataclass
+class Span:
+    text: str
+    score: float
+
+
+@dataclass
+class Choice:
+    label: str
+    probabilities: dict
+
+    @property
+    def confidence(self) -> float:
+        return self.probabilities[self.label]
+
+
+class ScriptedReader:
+    """A reader that reads what it is told to, and records what it was asked."""
+
+    def __init__(self, span: str = "", span_score: float = 1.0, yes: float = 0.5, no: float = 0.5):
+        self.span, self.span_score, self.yes, self.no = span, span_score, yes, no
+        self.asked: list[tuple[str, list[str]]] = []
+
+    def spans(self, question, passages):
+        self.asked.append((question, list(passages)))
+        return [Span(self.span, self.span_score) for _ in passages]
+
+    def yes_no(self, question, passages):
+        self.asked.append((question, list(passages)))
+        p = {"yes": self.yes, "no": self.no, "not_stated": max(0.0, 1 - self.yes - self.no)}
+        return [Choice(max(p, key=p.get), p)]
+
+
+SENTENCE = "The campaign was paused because it stayed below the minimum ROAS of 3.0."
+
+
+@pytest.mark.parametrize(("said", "yes", "no", "outcome"), [
+    ("yes", 0.9, 0.05, CONFIRMED),
+    ("yes", 0.2, 0.75, CONTRADICTED),
+    ("yes", 0.66, 0.31, UNSURE),      # what the shipped reader reads for the ROAS question: not sure enough (0.7)
+    ("no", 0.1, 0.85, CONFIRMED),
+])
+def test_a_yes_no_answer_is_given_only_when_the_reader_reads_the_same(said, yes, no, outcome):
+    reader = ScriptedReader(yes=yes, no=no)
+    check = check_direct_answer(reader, "Did the campaign meet the minimum ROAS?", said.capitalize(), said,
+                                [SENTENCE], SETTINGS)
+    assert check.outcome == outcome and check.shown == (outcome == CONFIRMED)  # confirm_yes_no
+    assert reader.asked == [("Did the campaign meet the minimum ROAS?", [SENTENCE])]
+    assert said in check.reason or ("yes" if said == "no" else "no") in check.reason
+
+
+@pytest.mark.parametrize(("direct", "span", "score", "outcome"), [
+    ("R$ 3,9 milhões", "R$ 3,9 milhões", 2.0, CONFIRMED),
+    ("3,9 milhões", "R$ 3,9 milhões", 2.0, CONFIRMED),
+    ("16", "16 to 8", 1.9, CONTRADICTED),     # the time fell from 16 to 8: "16" alone is not what it reads
+    ("16", "16 to 8 business days", -0.4, CONTRADICTED),  # what the shipped reader reads there
+    ("Taylor Swift", "Swift", 0.9, CONFIRMED),
+    ("16", "8 business days", 1.5, CONTRADICTED),
+    ("16", "8 business days", -0.5, UNSURE),  # the reader finds no answer there: it contradicts nothing
+])
+def test_a_value_is_given_only_when_the_readers_span_says_it(direct, span, score, outcome):
+    reader = ScriptedReader(span=span, span_score=score)
+    check = check_direct_answer(reader, "What was the average refund time?", direct, "value",
+                                ["The average refund time fell from 16 to 8 business days."], SETTINGS)
+    assert check.outcome == outcome, check
+
+
+def test_each_part_of_a_several_part_answer_is_read_in_its_own_sentence():
+    reader = ScriptedReader(span="11,1%")
+    check = check_direct_answer(reader, "Quanto cresceram as vendas e a margem?", "11,1%; 11,1%", "value",
+                                ["As vendas cresceram 11,1%.", "A margem cresceu 11,1%."], SETTINGS)
+    assert check.outcome == CONFIRMED
+    assert reader.asked == [("Quanto cresceram as vendas e a margem?", ["As vendas cresceram 11,1%.",
+                                                                        "A margem cresceu 11,1%."])]
+
+
+def test_token_f1_reads_words_not_punctuation():
+    assert token_f1("R$ 3,9 milhões", "3,9 milhões") == pytest.approx(2 * 0.75 / 1.75)
+    assert token_f1("Sam Bankman-Fried", "sam bankman fried") == 1.0
+    assert token_f1("16", "8") == 0.0
+
+
+VERDICT = {"scores": {"quality": 0.9, "utility": 0.8, "groundedness": 1.0},
+           "reasoning": {"quality": "q", "utility": "u", "groundedness": "g"}, "final_decision": "OK"}
+
+
+def test_the_judge_blocks_a_contradicted_direct_answer_and_says_what_the_reader_read():
+    check = {"outcome": CONTRADICTED, "reading": "no 0.91", "reason": "the reader reads «no» (0.91) where the "
+                                                                      "direct answer says «yes»"}
+    verdict = verdict_with_reading(VERDICT, check, "Yes", 0.2)
+    assert verdict["final_decision"] == "BLOCK" and verdict["scores"]["groundedness"] == 0.2
+    assert "«no»" in verdict["reasoning"]["groundedness"] and verdict["reasoning"]["direct_answer"] == check["reason"]
+    assert VERDICT["final_decision"] == "OK"  # the verdict it was given is not changed in place
+
+
+def test_the_reasoning_says_why_a_direct_answer_was_withheld_or_not_checked():
+    unsure = {"outcome": UNSURE, "reading": "yes 0.66", "reason": "the reader is not sure of «yes» (0.66)"}
+    verdict = verdict_with_reading(VERDICT, unsure, None, 0.2)
+    assert verdict["final_decision"] == "OK" and verdict["reasoning"]["direct_answer"].startswith("withheld: ")
+    missing = {"outcome": UNCHECKED, "reading": "", "reason": "not checked: the reader is unavailable (x)"}
+    verdict = verdict_with_reading(VERDICT, missing, "38%", 0.2)
+    assert verdict["final_decision"] == "OK" and "not checked" in verdict["reasoning"]["direct_answer"]
+    assert verdict_with_reading(VERDICT, {}, "38%", 0.2) == VERDICT
+
+
+# --- the whole graph, on the bundled samples, with the shipped reader ----------------------------------------
+
+
+def test_the_pinterest_campaign_is_never_said_to_meet_the_minimum_roas(ask):
+    """Issue 44: "Did the Pinterest campaign meet the minimum ROAS?" opened with "Yes" and got OK, above the
+    bullet that says it "stayed below the minimum ROAS of 3.0"."""
+    state = ask("Did the Pinterest campaign meet the minimum ROAS?")
+    assert (state["direct_answer"] or "").lower() != "yes", state["answer"]
+    assert not state["answer"].lower().startswith("yes"), state["answer"]
+    assert "stayed below the minimum ROAS of 3.0" in state["answer"]
+    assert state["direct_check"]["outcome"] in (CONTRADICTED, UNSURE, CONFIRMED)
+    if state["direct_answer"] is None:
+        assert state["verdict"]["reasoning"]["direct_answer"].startswith("withheld: ")
+
+
+def test_the_refund_time_is_not_answered_with_the_time_before_the_change(ask):
+    """Issue 44: "What was the average refund time after the process changes?" opened with "16" (it fell from
+    16 to 8 business days)."""
+    state = ask("What was the average refund time after the process changes?")
+    assert state["direct_answer"] != "16", state["answer"]
+    assert "fell from 16 to 8 business days" in state["answer"]
+
+
+def test_without_the_reader_the_answer_stands_and_the_reasoning_says_it_was_not_checked(ask, monkeypatch):
+    import graph.runtime.direct_reading as direct_reading
+    from graph.providers.reader import ReaderUnavailable
+
+    def missing():
+        raise ReaderUnavailable("reader file graph/providers/reader_files/reader.onnx not found")
+
+    monkeypatch.setattr(direct_reading, "load_reader", missing)
+    state = ask("Qual foi o ROAS da campanha no TikTok?")
+    assert state["direct_answer"] and state["direct_check"]["outcome"] == UNCHECKED
+    assert "reader is unavailable" in state["verdict"]["reasoning"]["direct_answer"]
+    assert any("reader unavailable" in e for e in state["errors"])
+
+
+def test_the_judge_reads_a_direct_answer_it_is_given_and_blocks_a_contradicted_one(tmp_path):
+    """A judge called on its own, or after a composer that did not read its direct answer (no `direct_check`),
+    reads it in the chunks the answer's opening cites."""
+    from conftest import runtime_for
+
+    from graph.context import Context
+    from nodes.judge import judge
+
+    chunk = {"id": "acme-ops-returns-2026#0", "docId": "acme-ops-returns-2026", "assetId": "returns",
+             "assetName": "Returns process", "rerankScore": 0.9, "scores": {}, "metadata": {"language": "en"},
+             "content": "Refunds are now issued within 10 business days. The average refund time fell from 16 to 8 "
+                        "business days."}
+    state = {"question": "What was the average refund time after the process changes?", "language": "en",
+             "answer": "16 [acme-ops-returns-2026].\n\n- The average refund time fell from 16 to 8 business days "
+                       "[acme-ops-returns-2026].",
+             "direct_answer": "16", "reranked": [chunk], "coverage_level": "medium",
+             "citations_used": ["acme-ops-returns-2026"], "rag": {}}
+    verdict = judge(state, runtime_for(Context(home=str(tmp_path), tenant="acme")))["verdict"]
+    assert verdict["final_decision"] == "BLOCK", verdict
+    assert "16 to 8" in verdict["reasoning"]["direct_answer"]
