@@ -112,7 +112,8 @@ def test_the_judge_blocks_a_contradicted_direct_answer_and_says_what_the_reader_
                                                                       "direct answer says «yes»"}
     verdict = verdict_with_reading(VERDICT, check, "Yes", 0.2)
     assert verdict["final_decision"] == "BLOCK" and verdict["scores"]["groundedness"] == 0.2
-    assert "«no»" in verdict["reasoning"]["groundedness"] and verdict["reasoning"]["direct_answer"] == check["reason"]
+    assert verdict["reasoning"]["groundedness"] == "g; the direct answer is contradicted: " + check["reason"]
+    assert verdict["reasoning"]["direct_answer"] == check["reason"]
     assert VERDICT["final_decision"] == "OK"  # the verdict it was given is not changed in place
 
 
@@ -182,4 +183,5 @@ def test_the_judge_reads_a_direct_answer_it_is_given_and_blocks_a_contradicted_o
              "citations_used": ["acme-ops-returns-2026"], "rag": {}}
     verdict = judge(state, runtime_for(Context(home=str(tmp_path), tenant="acme")))["verdict"]
     assert verdict["final_decision"] == "BLOCK", verdict
-    assert "16 to 8" in verdict["reasoning"]["direct_answer"]
+    assert "another answer" in verdict["reasoning"]["direct_answer"]
+    assert "groundedness" in verdict["scores"] and "contradicted" in verdict["reasoning"]["groundedness"]

@@ -241,7 +241,10 @@ def test_eval_answers_end_to_end(tmp_path, capsys, monkeypatch):
     assert "| null_query | 1 |" in printed and "null queries given coverage none: 1 of 1" in printed
     assert "### Latency per node" in printed and "| entity | 2 | 1.000 | 1.000 | 0.500 |" in printed
     assert "### Direct answers, overall and per question type" in printed
-    assert "| all | 4 | 0.500 | 0.667 | 0.500 | – | 1.000 | 0.000 |" in printed
+    wrong_ok = sum(r["verdict"] == "OK" and r["direct_answer"] is not None and not r["direct_correct"]
+                   for r in rows if r["type"] != "null_query")
+    assert m["confidently_wrong"] == wrong_ok
+    assert f"| all | 4 | 0.500 | 0.667 | 0.500 | {wrong_ok} | – | 1.000 | 0.000 |" in printed
 
     # Eval answers are never remembered: no memory database in the eval home or the default home.
     assert not (home / "memory.sqlite").exists()

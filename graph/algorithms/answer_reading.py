@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from graph.algorithms.text import citations_in, fold
+from graph.algorithms.text import citations_in, fold, shared_words
 from graph.policy import ReaderChecks
 from graph.prompts import phrase
 from graph.state import Chunk, Verdict
@@ -95,27 +95,36 @@ def check_direct_answer(reader: Any, question: str, text: str, method: str, sent
         overlap = token_f1(part, span.text)
         if overlap >= settings.span_agreement:
             outcomes.append(CONFIRMED)
-        elif (span.score > settings.span_margin and overlap == 0.0) or (overlap and _other_numbers(span.text, part)):
-            # A span of its own, or one that holds the answer among other values ("16 to 8" for "16": the
-            # sentence gives several, and the one given may not be the one asked for).
+        elif (span.score > settings.span_margin and overlap == 0.0) or (overlap and _one_end_of(part, span.text)):
+            # A span of its own, or a range or change of which the answer is one end ("16 to 8" for "16": the
+            # time fell from 16 to 8 days, and which end is asked for is not the extractor's to guess).
             outcomes.append(CONTRADICTED)
         else:
             outcomes.append(UNSURE)
+    # The reasons quote neither the documents nor the answer: they go into request records, which hold no
+    # document text (`reading`, the tenant's own state, holds what the reader read).
     reading = "; ".join(s.text for s in spans)
     if CONTRADICTED in outcomes:
-        return _decided(CONTRADICTED, reading, f"the reader reads «{reading}» where the direct answer says «{text}»",
+        return _decided(CONTRADICTED, reading, "the reader reads another answer in the sentence it was read from",
                         settings.confirm_values)
     if all(o == CONFIRMED for o in outcomes):
-        return _decided(CONFIRMED, reading, f"the reader reads «{reading}» there too", settings.confirm_values)
-    return _decided(UNSURE, reading, f"the reader reads «{reading}», not clearly «{text}»", settings.confirm_values)
+        return _decided(CONFIRMED, reading, "the reader reads the same answer in the sentence it was read from",
+                        settings.confirm_values)
+    return _decided(UNSURE, reading, "the reader does not clearly read that answer in the sentence it was read from",
+                    settings.confirm_values)
 
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMBER = r"\d+(?:[.,]\d+)*"
 
 
-def _other_numbers(read: str, said: str) -> bool:
-    """The reader's span holds a number the direct answer does not."""
-    return bool(set(_NUMBER.findall(read)) - set(_NUMBER.findall(said)))
+def _one_end_of(said: str, read: str) -> bool:
+    """The reader's span is a range or a change between two numbers ("16 to 8", "de 16 a 8", "16–8", joined by
+    a language pack's `range_connectors` or a dash), and the direct answer holds one of them only."""
+    words = "|".join(re.escape(fold(c)) for c in shared_words().range_connectors)
+    between = rf"(?:[-–—]|\s(?:{words})\s)" if words else "[-–—]"
+    joined = rf"({_NUMBER})\s*{between}\s*({_NUMBER})"
+    numbers = set(re.findall(_NUMBER, said))
+    return any(len({a, b} & numbers) == 1 for a, b in re.findall(joined, fold(read)))
 
 
 def _check_yes_no(reader: Any, question: str, said: str, passage: str, settings: ReaderChecks) -> DirectCheck:
@@ -162,5 +171,5 @@ def verdict_with_reading(verdict: Verdict, check: dict[str, str] | None, direct_
         return {**verdict, "reasoning": reasoning}
     scores = dict(verdict.get("scores") or {})
     scores["groundedness"] = min(scores.get("groundedness", 0.0), contradicted_groundedness)
-    reasoning["groundedness"] = f"the direct answer is contradicted: {check['reason']}"
+    reasoning["groundedness"] = f"{reasoning.get('groundedness', '')}; the direct answer is contradicted: {check['reason']}"
     return {**verdict, "scores": scores, "reasoning": reasoning, "final_decision": "BLOCK"}
