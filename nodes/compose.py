@@ -30,7 +30,7 @@ from collections.abc import Callable
 
 from langgraph.runtime import Runtime
 
-from graph.algorithms.answer_reading import DirectCheck, cited_texts, yes_no_said
+from graph.algorithms.answer_reading import CONFIRMED, DirectCheck, cited_texts, yes_no_said
 from graph.algorithms.chat_draft import draft_direct_answer, llm_answer
 from graph.algorithms.coverage import answer_coverage, coverage_level, is_relevant, resolve_conflicts
 from graph.algorithms.cross_language import answered_by_meaning, in_another_language, meaning_relevance
@@ -44,6 +44,7 @@ from graph.algorithms.extractive_answer import (
 )
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.missing_parts import asked_kind, missing_terms, part_leads, pointing_words
+from graph.algorithms.question_form import question_form
 from graph.algorithms.suggestions import build_suggestions
 from graph.algorithms.text import Analyzer, citations_in, get_analyzer, has_any_phrase
 from graph.algorithms.unattested import unattested_subject
@@ -55,7 +56,7 @@ from graph.providers.chat import chat_model
 from graph.providers.resources import embeddings_for
 from graph.providers.specs import ProviderError
 from graph.providers.translation import translator_for
-from graph.runtime.direct_reading import reader_check
+from graph.runtime.direct_reading import reader_answer, reader_check
 from graph.runtime.run_policy import run_policy
 from graph.runtime.tenant_binding import run_context
 from graph.runtime.timing import timed
@@ -202,12 +203,21 @@ def read_extractive(question: str, sub_queries: list[str], language: str, releva
                              part_leads(hits, relevant), reply_language=language,
                              part_names=dict(zip(parts_asked, sub_queries)))
     extractive = read()
-    if extractive.found is None:
-        return extractive, None
-    found = extractive.found
-    check = reader_check(asked, found.text, found.method, found.sentences, policy, errors,
-                         several_parts=len(parts_asked) > 1)
-    return (extractive if check.shown else read(give_direct=False)), check
+    check = None
+    if extractive.found is not None:
+        found = extractive.found
+        check = reader_check(asked, found.text, found.method, found.sentences, policy, errors,
+                             several_parts=len(parts_asked) > 1)
+        if check.shown:
+            return extractive, check
+    # Nothing kept from the extractor: a one-part question that asks for something other than yes or no gets
+    # the reader's own answer, when it finds one.
+    if len(parts_asked) <= 1 and question_form(asked, read_language, policy.languages.question_cues).kind != "yes_no":
+        own = reader_answer(asked, relevant, policy, errors)
+        if own is not None:
+            return read(direct=own), DirectCheck(CONFIRMED, own.text, "the reader's own answer, read in the "
+                                                                      "best passages", True)
+    return (read(give_direct=False) if check else extractive), check
 
 
 def draft_lines(written: str, found: DirectAnswer | None, question: str, language: str,

@@ -3,6 +3,7 @@ direct answer the reader confirms is given, a contradicted one is blocked, and t
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -185,3 +186,50 @@ def test_the_judge_reads_a_direct_answer_it_is_given_and_blocks_a_contradicted_o
     assert verdict["final_decision"] == "BLOCK", verdict
     assert "another answer" in verdict["reasoning"]["direct_answer"]
     assert "groundedness" in verdict["scores"] and "contradicted" in verdict["reasoning"]["groundedness"]
+
+
+def _right_or_absent_questions() -> list[tuple[str, str]]:
+    """samples/questions.md, "Yes/no and before/after questions": (question, right direct answer)."""
+    from conftest import SAMPLES
+
+    text = (SAMPLES / "questions.md").read_text(encoding="utf-8")
+    section = text.split("## Yes/no and before/after questions", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("| Y")]
+    return [(cells[1], cells[2]) for cells in rows]
+
+
+RIGHT_OR_ABSENT = _right_or_absent_questions()
+# Known wrong today, kept visible: the reader confirms the count at the end of the quarter ("412 mil") for the
+# count at the end of June, which the same sentence gives in brackets.
+KNOWN_WRONG = {"Quantos seguidores a Acme tinha no TikTok ao fim de junho de 2025?"}
+
+
+@pytest.mark.parametrize(("question", "right"), [
+    pytest.param(q, r, marks=pytest.mark.xfail(strict=True, reason="the reader confirms the other value"))
+    if q in KNOWN_WRONG else (q, r) for q, r in RIGHT_OR_ABSENT])
+def test_a_sample_direct_answer_is_right_or_absent(ask, question, right):
+    from graph.algorithms.text import fold
+
+    assert len(RIGHT_OR_ABSENT) == 8
+    state = ask(question)
+    direct = state["direct_answer"]
+    said, meant = (set(re.findall(r"\w+", fold(t))) for t in (direct or "", right))
+    # "8" or "8 business days" for "8 business days"; never "16", nor "9.8%" for "11.2%".
+    assert direct is None or said <= meant or meant <= said, (
+        f"{question!r} opened with {direct!r}; right: {right!r}\n{state['answer']}")
+    if direct is None and state["direct_check"]:
+        assert state["verdict"]["reasoning"]["direct_answer"].startswith("withheld: ")
+
+
+def test_the_readers_own_span_becomes_a_direct_answer_read_in_its_sentence():
+    from graph.algorithms.answer_reading import span_answer
+
+    chunk = {"docId": "acme-ops-returns-2026", "content": "Returns review. Acme Moda's online return rate was 9.8% of "
+             "orders in 2025, down from 11.2% in 2024. In stores, exchanges were 3.1% of transactions."}
+    found = span_answer(Span("11.2%", 5.0), chunk, max_words=12)
+    assert found.text == "11.2%" and found.doc_ids == ("acme-ops-returns-2026",) and found.method == "span"
+    assert found.sentence.startswith("Acme Moda's online return rate was 9.8%")
+    assert span_answer(Span("a span far longer than any direct answer may ever be, twelve words", 5.0), chunk, 12) is None
+    assert span_answer(Span("not in the text", 5.0), chunk, 12) is None
+    assert ReaderChecks().span_chunks == 0  # off by default: see graph/policy.py ReaderChecks.span_chunks

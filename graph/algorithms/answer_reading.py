@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from graph.algorithms.direct_answer import DirectAnswer
+from graph.algorithms.passages import claim_sentences
 from graph.algorithms.text import citations_in, fold, shared_words
 from graph.policy import ReaderChecks
 from graph.prompts import phrase
@@ -173,3 +175,13 @@ def verdict_with_reading(verdict: Verdict, check: dict[str, str] | None, direct_
     scores["groundedness"] = min(scores.get("groundedness", 0.0), contradicted_groundedness)
     reasoning["groundedness"] = f"{reasoning.get('groundedness', '')}; the direct answer is contradicted: {check['reason']}"
     return {**verdict, "scores": scores, "reasoning": reasoning, "final_decision": "BLOCK"}
+
+
+def span_answer(span: Any, chunk: Chunk, max_words: int) -> DirectAnswer | None:
+    """The reader's answer span in `chunk` as a direct answer (method "span"), read in the sentence that holds
+    it; None when it is longer than a direct answer may be or no quotable sentence holds it."""
+    text = span.text.strip(" .,;:")
+    if not text or len(text.split()) > max_words:
+        return None
+    sentence = next((s for _, s in claim_sentences(chunk["content"]) if text in s), None)
+    return DirectAnswer(text, (chunk["docId"],), "span", sentence) if sentence else None

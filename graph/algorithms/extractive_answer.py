@@ -205,7 +205,8 @@ def parts_left_open(parts: list[str], by_list: set[str], chunks: list[Chunk], la
 def extractive_answer(question: str, sub_queries: list[str], language: str, chunks: list[Chunk], analyzer: Analyzer,
                       policy, relevance: Callable[[list[str]], list[float]] | None = None,
                       part_leads: dict[str, Chunk] | None = None, reply_language: str | None = None,
-                      part_names: Mapping[str, str] | None = None, give_direct: bool = True) -> ExtractiveAnswer:
+                      part_names: Mapping[str, str] | None = None, give_direct: bool = True,
+                      direct: DirectAnswer | None = None) -> ExtractiveAnswer:
     """The deterministic answer: the direct answer first (when the evidence gives one), then only the
     points that support it or answer another part of the question, then the parts nothing covers.
     `relevance` (`meaning_relevance`, for evidence in another language): when the best chunk is in
@@ -215,7 +216,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     language, is pointed to that document rather than said missing. `reply_language` (default `language`):
     the language the answer's own words are in, when the question was put into its evidence's language
     (`read_in_evidence_language`); `part_names`: how the reply names those parts (the asker's words).
-    `give_direct` false: no direct answer (one the reader did not confirm), the points chosen as without one."""
+    `give_direct` false: no direct answer (one the reader did not confirm), the points chosen as without one;
+    `direct`: this direct answer (the reader's), not the extractor's."""
     cfg = policy.compose
     reply = reply_language or language
     named = part_names or {}
@@ -234,8 +236,8 @@ def extractive_answer(question: str, sub_queries: list[str], language: str, chun
     units = policy.languages.period_units
     # Nothing of another period than the question names, the direct answer included.
     # A yes/no question that compares ("Does X report …, while Y …?") asks yes or no, not each side's value.
-    found = None
-    if give_direct:
+    found = direct
+    if give_direct and direct is None:
         found = (answer_by_part(parts, chunks, language, analyzer, policy, ranking_relevance,
                                 form.compares and form.kind in ("open", "which", "how_much"))
                  or direct_answer(question, form, parts, of_the_period(titled, question, doc_titles, units), words,

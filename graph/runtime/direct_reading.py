@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graph.algorithms.answer_reading import DirectCheck, check_direct_answer, unchecked
+from graph.algorithms.answer_reading import DirectCheck, check_direct_answer, span_answer, unchecked
+from graph.algorithms.direct_answer import MAX_WORDS, DirectAnswer
 from graph.output import failure_reason
 from graph.policy import Policy
 from graph.providers.reader import load_reader
+from graph.state import Chunk
 
 
 def reader_check(question: str, text: str, method: str, sentences: Sequence[str], policy: Policy,
@@ -27,3 +29,22 @@ def reader_check(question: str, text: str, method: str, sentences: Sequence[str]
     except Exception as exc:  # a failing read neither: the answer stands, unchecked, and says so
         notes.append(f"reader failed ({failure_reason(exc)}); direct answer not checked")
         return unchecked(f"not checked: the reader failed ({failure_reason(exc)})")
+
+
+def reader_answer(question: str, chunks: Sequence[Chunk], policy: Policy, notes: list[str]) -> DirectAnswer | None:
+    """The reader's own direct answer to a one-part question: its best span over the first
+    `reader.span_chunks` chunks, when it finds it likelier than "no answer here" by `reader.answer_margin`;
+    None without one, or without the reader (`notes` say why)."""
+    settings = policy.reader
+    if not settings.enabled or not settings.span_chunks or not chunks:
+        return None
+    head = list(chunks[: settings.span_chunks])
+    try:
+        spans = load_reader().spans(question, [c["content"] for c in head])
+    except Exception as exc:  # without the reader, the extractor's answer (or none) stands
+        notes.append(f"reader unavailable ({failure_reason(exc)}); no answer of its own")
+        return None
+    best = max(spans, key=lambda s: s.score, default=None)
+    if best is None or best.score <= settings.answer_margin:
+        return None
+    return span_answer(best, head[best.passage], MAX_WORDS)
