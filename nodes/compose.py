@@ -44,7 +44,6 @@ from graph.algorithms.extractive_answer import (
 )
 from graph.algorithms.judging import checker_for, sources_of
 from graph.algorithms.missing_parts import asked_kind, missing_terms, part_leads, pointing_words
-from graph.algorithms.question_form import question_form
 from graph.algorithms.suggestions import build_suggestions
 from graph.algorithms.text import Analyzer, citations_in, get_analyzer, has_any_phrase
 from graph.algorithms.unattested import unattested_subject
@@ -210,13 +209,11 @@ def read_extractive(question: str, sub_queries: list[str], language: str, releva
                              several_parts=len(parts_asked) > 1)
         if check.shown:
             return extractive, check
-    # Nothing kept from the extractor: a one-part question that asks for something other than yes or no gets
-    # the reader's own answer, when it finds one.
-    if len(parts_asked) <= 1 and question_form(asked, read_language, policy.languages.question_cues).kind != "yes_no":
-        own = reader_answer(asked, relevant, policy, errors)
-        if own is not None:
-            return read(direct=own), DirectCheck(CONFIRMED, own.text, "the reader's own answer, read in the "
-                                                                      "best passages", True)
+    # Nothing kept from the extractor: the reader's own answer, when the policy asks for it and it finds one.
+    own = reader_answer(asked, read_language, parts_asked, relevant, policy, errors)
+    if own is not None:
+        return read(direct=own), DirectCheck(CONFIRMED, own.text, "the reader's own answer, read in the best "
+                                                                  "passages", True)
     return (read(give_direct=False) if check else extractive), check
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from graph.algorithms.answer_reading import DirectCheck, check_direct_answer, span_answer, unchecked
 from graph.algorithms.direct_answer import MAX_WORDS, DirectAnswer
+from graph.algorithms.question_form import question_form
 from graph.output import failure_reason
 from graph.policy import Policy
 from graph.providers.reader import load_reader
@@ -31,12 +32,16 @@ def reader_check(question: str, text: str, method: str, sentences: Sequence[str]
         return unchecked(f"not checked: the reader failed ({failure_reason(exc)})")
 
 
-def reader_answer(question: str, chunks: Sequence[Chunk], policy: Policy, notes: list[str]) -> DirectAnswer | None:
-    """The reader's own direct answer to a one-part question: its best span over the first
-    `reader.span_chunks` chunks, when it finds it likelier than "no answer here" by `reader.answer_margin`;
-    None without one, or without the reader (`notes` say why)."""
+def reader_answer(question: str, language: str, parts: Sequence[str], chunks: Sequence[Chunk], policy: Policy,
+                  notes: list[str]) -> DirectAnswer | None:
+    """The reader's own direct answer to a one-part question (`parts`: its sub-queries) that asks for something
+    other than yes or no: its best span over the first `reader.span_chunks` chunks, when it finds it likelier
+    than "no answer here" by `reader.answer_margin`; None without one, or without the reader (`notes` say why).
+    The settings are looked at first: off (the default), it costs nothing."""
     settings = policy.reader
-    if not settings.enabled or not settings.span_chunks or not chunks:
+    if not settings.enabled or not settings.span_chunks or not chunks or len(parts) > 1:
+        return None
+    if question_form(question, language, policy.languages.question_cues).kind == "yes_no":
         return None
     head = list(chunks[: settings.span_chunks])
     try:
