@@ -20,14 +20,13 @@ is given (a chat model's too) and blocks a contradicted one.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from graph.algorithms.direct_answer import DirectAnswer
 from graph.algorithms.passages import claim_sentences
-from graph.algorithms.text import citations_in, fold, shared_words
+from graph.algorithms.text import citations_in, fold, shared_words, tokens_f1
 from graph.policy import ReaderChecks
 from graph.prompts import phrase
 from graph.state import Chunk, Verdict
@@ -63,12 +62,7 @@ def _decided(outcome: str, reading: str, reason: str, confirm: bool) -> DirectCh
 
 def token_f1(said: str, read: str) -> float:
     """SQuAD's token F1 of two short answers, over folded words."""
-    a, b = _WORDS.findall(fold(said)), _WORDS.findall(fold(read))
-    common = sum((Counter(a) & Counter(b)).values())
-    if not common:
-        return 0.0
-    precision, recall = common / len(a), common / len(b)
-    return 2 * precision * recall / (precision + recall)
+    return tokens_f1(_WORDS.findall(fold(said)), _WORDS.findall(fold(read)))
 
 
 def check_direct_answer(reader: Any, question: str, text: str, method: str, sentences: Sequence[str],

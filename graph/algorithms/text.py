@@ -13,6 +13,7 @@ import json
 import math
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -25,6 +26,15 @@ if TYPE_CHECKING:
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+
+def tokens_f1(said: Sequence[str], meant: Sequence[str]) -> float:
+    """SQuAD's token F1 of two token lists (counted with multiplicity): how the reader's span is compared with a
+    direct answer, and a direct answer with a gold one (each after its own normalisation)."""
+    common = sum((Counter(said) & Counter(meant)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(said), common / len(meant)
+    return 2 * precision * recall / (precision + recall)
 
 def fold(text: str) -> str:
     """Lower-case and NFC-normalise. Accents are kept on purpose: "é" (is) is not "e" (and)."""

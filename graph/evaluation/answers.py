@@ -81,7 +81,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from graph.algorithms.text import citations_in, fold, split_sentences, strip_citations
+from graph.algorithms.text import citations_in, fold, split_sentences, strip_citations, tokens_f1
 from graph.evaluation.datasets import NULL_TYPE, Dataset, EvalQuery
 from graph.evaluation.ingest import ingest_dataset
 from graph.evaluation.metrics import facts_in_chunks, percentiles, strip_ws
@@ -206,12 +206,7 @@ def normalize_squad(text: str) -> str:
 def squad_f1(prediction: str, gold: str) -> float:
     """SQuAD v1.1's token F1 of one prediction against one gold answer (normalised tokens, counted
     with multiplicity)."""
-    pred, ref = normalize_squad(prediction).split(), normalize_squad(gold).split()
-    same = sum((Counter(pred) & Counter(ref)).values())
-    if not same:
-        return 0.0
-    precision, recall = same / len(pred), same / len(ref)
-    return 2 * precision * recall / (precision + recall)
+    return tokens_f1(normalize_squad(prediction).split(), normalize_squad(gold).split())
 
 
 def squad_scores(direct: str, golds: list[str]) -> tuple[float, float]:
