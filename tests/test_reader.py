@@ -119,6 +119,9 @@ def test_nli_file_errors_name_the_line(tmp_path):
     path.write_text('{"premise": "a"}\n')
     with pytest.raises(ReaderDataError, match=r"pairs.jsonl:1: expected"):
         read_nli_jsonl(path)
+    path.write_text('\n{"premise": "a", "hypothesis": "b", "label": "neutral"}\nnot json\n')
+    with pytest.raises(ReaderDataError, match=r"pairs.jsonl:3: expected JSON lines of premise, hypothesis, label"):
+        read_nli_jsonl(path)
 
 
 # ---------------------------------------------------------------- the shipped model

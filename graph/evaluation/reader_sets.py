@@ -26,8 +26,11 @@ import hashlib
 import json
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from graph.algorithms.text import json_lines
 
 SPLIT_SALT = "ragate-reader-v1"
 FAQUAD_SHARE = 0.2
@@ -99,6 +102,17 @@ def _read_json(path: Path, layout: str):
         raise ReaderDataError(f"{path}: not JSON ({exc}); expected {layout}") from exc
 
 
+def _json_lines(path: Path, layout: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for each non-blank line of a JSON-lines file (`text.json_lines`); a missing file, or
+    a line that is no JSON object, is a ReaderDataError naming it and the `layout` expected."""
+    if not path.is_file():
+        raise ReaderDataError(f"{path}: no such file (expected {layout})")
+    for number, row, exc in json_lines(path.read_text(encoding="utf-8").splitlines()):
+        if not isinstance(row, dict):
+            raise ReaderDataError(f"{path}:{number}: expected {layout} ({exc or 'not a JSON object'})")
+        yield number, row
+
+
 def _realign(context: str, text: str, start: int) -> int | None:
     """The answer's start: as given when the text is there, else its nearest occurrence (a translation can move
     it), else None."""
@@ -139,13 +153,8 @@ def read_squad(path: Path, language: str, source: str) -> list[tuple[str, SpanEx
 
 def read_span_jsonl(path: Path, language: str, source: str) -> list[SpanExample]:
     """Lines of {query, passage, answer} (no offsets): the answer's first occurrence in the passage, else dropped."""
-    if not path.is_file():
-        raise ReaderDataError(f"{path}: no such file (expected JSON lines of query, passage, answer)")
     out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for number, row in _json_lines(path, "JSON lines of query, passage, answer"):
         start = row["passage"].find(row["answer"])
         if start < 0 or not row["answer"].strip():
             continue
@@ -156,13 +165,8 @@ def read_span_jsonl(path: Path, language: str, source: str) -> list[SpanExample]
 
 def read_boolq(path: Path) -> list[tuple[str, PairExample]]:
     """(Wikipedia title, item) for each BoolQ line {question, title, answer (bool), passage}."""
-    if not path.is_file():
-        raise ReaderDataError(f"{path}: no such file (expected BoolQ JSON lines: question, title, answer, passage)")
     out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for number, row in _json_lines(path, "BoolQ JSON lines: question, title, answer, passage"):
         question = row["question"].strip()
         question = question[:1].upper() + question[1:] + ("" if question.endswith("?") else "?")
         out.append((row.get("title", ""), PairExample(f"boolq-{number}", question, row["passage"],
@@ -217,17 +221,12 @@ def read_sick(path: Path, part: str = "TEST") -> list[PairExample]:
 def read_nli_jsonl(path: Path) -> list[PairExample]:
     """Lines of {premise, hypothesis, label (entailment / contradiction / neutral)}; a bad line is an error that
     names it."""
-    if not path.is_file():
-        raise ReaderDataError(f"{path}: no such file (expected JSON lines of premise, hypothesis, label)")
     out = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    for number, row in _json_lines(path, "JSON lines of premise, hypothesis, label"):
         try:
-            row = json.loads(line)
             label = str(row["label"]).lower()
             premise, hypothesis = str(row["premise"]), str(row["hypothesis"])
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (KeyError, TypeError) as exc:
             raise ReaderDataError(f"{path}:{number}: expected {{premise, hypothesis, label}} ({exc})") from exc
         if label not in NLI_LABELS:
             raise ReaderDataError(f"{path}:{number}: label must be one of {', '.join(NLI_LABELS)}, not {label!r}")
