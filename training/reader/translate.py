@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -92,28 +93,25 @@ class TranslationCache:
         return {t: " ".join(done[s] for s in parts) for t, parts in split.items()}
 
 
-def _direction(language: str) -> str:
-    return "en-pt" if language == "en" else "pt-en"
-
-
-def _other(language: str) -> str:
-    return "pt" if language == "en" else "en"
+def _by_language(items: list) -> Iterator[tuple[str, str, list]]:
+    """(translation direction, the language translated into, the items) for the English items, then the
+    Portuguese ones."""
+    for language, other in (("en", "pt"), ("pt", "en")):
+        group = [ex for ex in items if ex.language == language]
+        if group:
+            yield f"{language}-{other}", other, group
 
 
 def translate_pairs(cache: TranslationCache, items: list[PairExample], progress: str,
                     whole_first: bool = True) -> list[PairExample]:
     """Each pair in the other language (both texts); a question or a short sentence is translated whole."""
     out = []
-    for language in ("en", "pt"):
-        group = [ex for ex in items if ex.language == language]
-        if not group:
-            continue
-        direction = _direction(language)
+    for direction, other, group in _by_language(items):
         firsts = cache.sentences([ex.first for ex in group], direction, progress) if whole_first else \
             cache.passages([ex.first for ex in group], direction, progress)
         seconds = cache.passages([ex.second for ex in group], direction, progress)
-        out += [replace(ex, id=f"{ex.id}-{_other(language)}", first=firsts[ex.first], second=seconds[ex.second],
-                        language=_other(language), source=f"{ex.source}-mt") for ex in group]
+        out += [replace(ex, id=f"{ex.id}-{other}", first=firsts[ex.first], second=seconds[ex.second],
+                        language=other, source=f"{ex.source}-mt") for ex in group]
     return out
 
 
@@ -125,11 +123,7 @@ def translate_spans(cache: TranslationCache, items: list[SpanExample], progress:
     """Span examples in the other language; an answer is kept where its translation is found in the translated
     sentence that held it (first answer only), else the example is left out."""
     out = []
-    for language in ("en", "pt"):
-        group = [ex for ex in items if ex.language == language]
-        if not group:
-            continue
-        direction = _direction(language)
+    for direction, other, group in _by_language(items):
         contexts = sorted({ex.context for ex in group})
         spans = {c: sentence_spans(c) for c in contexts}
         sentences = cache.sentences([c[a:b] for c in contexts for a, b in spans[c]], direction, progress)
@@ -140,8 +134,8 @@ def translate_spans(cache: TranslationCache, items: list[SpanExample], progress:
             translated = [sentences[p] for p in parts]
             context = " ".join(translated)
             if not ex.answers:
-                out.append(replace(ex, id=f"{ex.id}-{_other(language)}", question=questions[ex.question],
-                                   context=context, language=_other(language), source=f"{ex.source}-mt"))
+                out.append(replace(ex, id=f"{ex.id}-{other}", question=questions[ex.question],
+                                   context=context, language=other, source=f"{ex.source}-mt"))
                 continue
             text, start = ex.answers[0]
             index = next((i for i, (a, b) in enumerate(spans[ex.context]) if a <= start < b), None)
@@ -152,8 +146,8 @@ def translate_spans(cache: TranslationCache, items: list[SpanExample], progress:
             if at < 0 or not answer.strip():
                 continue
             offset = sum(len(t) + 1 for t in translated[:index]) + at
-            out.append(SpanExample(f"{ex.id}-{_other(language)}", questions[ex.question], context,
-                                   ((context[offset : offset + len(answer)], offset),), _other(language),
+            out.append(SpanExample(f"{ex.id}-{other}", questions[ex.question], context,
+                                   ((context[offset : offset + len(answer)], offset),), other,
                                    f"{ex.source}-mt"))
     return out
 
