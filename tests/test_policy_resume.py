@@ -139,22 +139,10 @@ def edit_in_place(monkeypatch):
     return _edit
 
 
-def test_a_run_keeps_its_policy_when_the_process_no_longer_keeps_that_version(tmp_path, monkeypatch, edit_in_place):
-    monkeypatch.setattr(policy_module, "KEPT_VERSIONS", 1)
-    path = tmp_path / "rag.yaml"
-    path.write_text(dump(default_policy_raw()), encoding="utf-8")
-    ctx = Context(home=str(tmp_path / "home"), tenant="acme", policy_path=str(path))
-    run = route_gate({"question": QUESTION}, runtime_for(ctx))
-    first = run["rag"]["policy"]["digest"]
-    edit_in_place(path, edited(default_policy_raw()))
-    assert load_policy(path).digest != first and policy_version(first) is None  # the only version kept is the new one
-    policy = run_policy(run["rag"], ctx)
-    assert policy.digest == first
-    assert policy.judge.thresholds.ok == default_policy_raw()["judge"]["thresholds"]["ok"] != 1.0
-    assert policy.retrieval.performance_doc_type == "performance"
-
-
-def test_a_run_whose_version_is_kept_nowhere_gets_no_policy_never_the_file(tmp_path, monkeypatch, edit_in_place):
+@pytest.fixture
+def run_then_edit(tmp_path, monkeypatch, edit_in_place) -> SimpleNamespace:
+    """A run started (route_gate) under the first policy version, then the file edited and read again, in a
+    process that keeps one version only: the run's is no longer among them."""
     monkeypatch.setattr(policy_module, "KEPT_VERSIONS", 1)
     path = tmp_path / "rag.yaml"
     path.write_text(dump(default_policy_raw()), encoding="utf-8")
@@ -164,7 +152,21 @@ def test_a_run_whose_version_is_kept_nowhere_gets_no_policy_never_the_file(tmp_p
     kept = tmp_path / "home" / "policy-versions" / f"{first}.yaml"
     assert kept.is_file()
     edit_in_place(path, edited(default_policy_raw()))
-    load_policy(path)  # the run's version is no longer kept in this process
+    assert load_policy(path).digest != first and policy_version(first) is None  # the only version kept is the new one
+    return SimpleNamespace(path=path, ctx=ctx, run=run, first=first, kept=kept)
+
+
+def test_a_run_keeps_its_policy_when_the_process_no_longer_keeps_that_version(run_then_edit):
+    run, ctx, first = run_then_edit.run, run_then_edit.ctx, run_then_edit.first
+    policy = run_policy(run["rag"], ctx)
+    assert policy.digest == first
+    assert policy.judge.thresholds.ok == default_policy_raw()["judge"]["thresholds"]["ok"] != 1.0
+    assert policy.retrieval.performance_doc_type == "performance"
+
+
+def test_a_run_whose_version_is_kept_nowhere_gets_no_policy_never_the_file(run_then_edit):
+    path, ctx, run, first, kept = (run_then_edit.path, run_then_edit.ctx, run_then_edit.run, run_then_edit.first,
+                                   run_then_edit.kept)
     kept.write_text(kept.read_text(encoding="utf-8").replace(first, "0" * 64), encoding="utf-8")
     with pytest.raises(PolicyError, match="is not that version"):
         run_policy(run["rag"], ctx)
