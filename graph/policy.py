@@ -89,6 +89,10 @@ class Routing:
     fallback_intent: str | None = None         # when no intent is given and no rule matches
     intent_rules: tuple[IntentRule, ...] = ()
     intent_filters: Mapping[str, Mapping[str, str | int]] = field(default_factory=dict)  # engine filters per intent
+    # An intent the caller names filters inside the engine (a gate). One inferred from the question's words
+    # can be wrong ("tiktok" in a question about a TikTok ad campaign), so its filters only rank: the
+    # chunks meeting them have their rerank score multiplied by this, and none is hidden.
+    inferred_intent_boost: float = field(default=1.2, metadata=rule(lambda v: v >= 1, "1 or more"))
 
     def intent_allowed(self, intent: str) -> tuple[bool, str]:
         """Deny wins over allow; an intent in neither list is off."""
@@ -883,11 +887,15 @@ class Policy:
         return EntityRoute(entity=name, profile_name=spec.profile, profile=self.profiles[spec.profile],
                            collections=spec.collections, max_chunks=spec.max_chunks)
 
-    def boosts(self, current_year: int | None = None) -> dict[str, tuple[float, dict[str, Any]]]:
+    def boosts(self, current_year: int | None = None,
+               preferred: Mapping[str, Any] | None = None) -> dict[str, tuple[float, dict[str, Any]]]:
         """Each rerank boost as (factor, condition on indexed payload fields): recency applies to
-        chunks whose `year` is the current year, playbook to chunks whose `docType` is listed."""
+        chunks whose `year` is the current year, playbook to chunks whose `docType` is listed, intent to
+        chunks meeting `preferred` (an inferred intent's filters: the route's `preferred_filters`)."""
         cfg = self.rerank.boosts
         out: dict[str, tuple[float, dict[str, Any]]] = {}
+        if preferred:
+            out["intent"] = (self.routing.inferred_intent_boost, dict(preferred))
         if cfg.recency is not None:
             year = current_year or cfg.recency.current_year or datetime.date.today().year
             out["recency"] = (cfg.recency.factor, {"year": int(year)})

@@ -40,7 +40,8 @@ class RouteRecord(TypedDict, total=False):
     collections: list[str]
     profile: dict[str, Any]
     max_chunks: int
-    filters: dict[str, Any]
+    filters: dict[str, Any]                   # engine filters of an intent the caller named (a gate)
+    preferred_filters: dict[str, Any]         # an inferred intent's filters: a rerank boost, never a gate
     language: str
     performance_injection: bool
     policy: dict[str, Any]
@@ -229,9 +230,6 @@ class State(TypedDict, total=False):
     rag: RouteRecord                        # route_gate's decision and policy snapshot
     decomposition: dict[str, Any]           # score, reasons, method, decomposed
     sub_queries: list[str]
-    # The parts searched under their own intent, not the whole question's (their words speak of another
-    # topic, or of none): {part: {"intent", "filters"}} (graph/algorithms/routing.py `part_routes`).
-    part_routes: dict[str, dict[str, Any]]
     scoped_queries: list[dict[str, Any]]    # searches restricted to a value the question names: {query, filters}
 
     hits: Annotated[dict[str, SearchResult], merge_dicts]   # one entry per retrieve branch
@@ -274,7 +272,7 @@ THREAD_CARRIED = ("history",)  # kept: the thread's earlier turns
 TURN_INPUTS = ("request_id", "correlation_id", "question", "intent", "entity", "tenant", "language", "rag")
 # Reset to these values by route_gate before a new question starts (`fresh_turn`).
 TURN_RESULTS: dict[str, Any] = {
-    "decomposition": {}, "sub_queries": [], "part_routes": {}, "scoped_queries": [], "sources_named": [], "sources_unheld": [],
+    "decomposition": {}, "sub_queries": [], "scoped_queries": [], "sources_named": [], "sources_unheld": [],
     "hits": {}, "fused": [], "bridge_name": None, "reranked": [],
     "answer": "", "direct_answer": None, "direct_check": {}, "citations_used": [], "coverage_level": "none", "suggestions": [], "verdict": {},
     "blocked_answer": "", "memory": {}, "timings_ms": {}, "errors": [],
@@ -315,5 +313,3 @@ class RetrieveTask(TypedDict):
     index: int
     kind: Literal["sub_query", "performance", "scoped", "bridge"]  # "bridge": a part searched with bridge_name
     rag: RouteRecord
-    intent: NotRequired[str]            # a part routed on its own (State.part_routes): its intent
-    filters: NotRequired[dict[str, Any]]  # ... and that intent's filters, instead of the question's

@@ -19,7 +19,6 @@ from langgraph.runtime import Runtime
 
 from graph.algorithms.decomposition import assess, normalized_question, split_question, validate_sub_queries
 from graph.algorithms.question_form import question_form
-from graph.algorithms.routing import part_routes
 from graph.algorithms.scoping import mentioned_values
 from graph.algorithms.text import json_reply
 from graph.context import Context
@@ -66,7 +65,7 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
 
     Reads `question`, `language`, `decomposition` (route_gate's assessment) and `rag` (collections
     and tenant scope, for the values the question names; the intent and where it came from). Writes
-    `sub_queries`, `part_routes` (the parts searched under their own intent: graph/algorithms/routing.py),
+    `sub_queries`,
     `decomposition` (decomposed, method, why it fell back, and for a split question `asks_for_name`: whether
     bridge may look for a name to search the parts again with) and `errors` (a chat model or engine that
     failed)."""
@@ -113,7 +112,5 @@ def decompose(state: State, runtime: Runtime[Context]) -> dict:
         info["asks_for_name"] = question_form(question, language, policy.languages.question_cues).wants_name
     if info.get("complex") and not decomposed:
         info["note"] = "complex, but no split gave two independent sub-queries: using the original question"
-    rag = state.get("rag") or {}
-    routes = part_routes(sub_queries, rag.get("intent"), rag.get("intent_source", ""), policy) if decomposed else {}
-    return {"sub_queries": sub_queries, "decomposition": info, "part_routes": routes,
+    return {"sub_queries": sub_queries, "decomposition": info,
             **({"errors": errors} if errors else {})}

@@ -17,8 +17,9 @@ cross-encoder for an English question over English collections where the policy 
 For a split question, the first places are then chosen to cover its parts (`diversify`, xQuAD).
 The signals come from the vector index (`engine_features`: one request for all the branches'
 candidates, not one per search), so scoring reads no text but for a long question's best candidates. So
-do the boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`),
-which multiply here; then `min_score` drops, the survivors' texts are fetched (gated again), and
+do the boosts' conditions (recency: the chunk's `year` is the current year; playbook: its `docType`;
+intent: the filters of an intent inferred from the question's words, `rag.preferred_filters`), which
+multiply here; then `min_score` drops, the survivors' texts are fetched (gated again), and
 `max_chunks` / `max_context_chars` cut.
 Every chunk keeps its score breakdown.
 """
@@ -97,7 +98,7 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         for c in scored:
             c["scores"]["rerank_base"] = c["scores"]["fused_relevance"]
         scored.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
-    boosts = policy.boosts(ctx.current_year) if ctx.boosts else {}
+    boosts = policy.boosts(ctx.current_year, rag.get("preferred_filters")) if ctx.boosts else {}
     ranked = apply_boosts(scored, boosts)
     if ctx.rerank:
         ranked, provider_errors = relevance_rerank(ctx, policy, rag, state["question"], question_terms, ranked, boosts,

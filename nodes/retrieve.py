@@ -2,8 +2,8 @@
 
 Each branch asks the vector engine for two ranked lists, dense and lexical (BM25), with the
 governance gates evaluated inside the engine: the caller's tenant, approved for AI, status
-ready/approved, plus the policy's intent filter; a part of a split question over a collection in its own
-language gets the lexical list only (`retrieval.part_vectors`). A "performance" branch searches the
+ready/approved, plus the filters of an intent the caller named (an inferred intent's only rank, in
+rerank); a part of a split question over a collection in its own language gets the lexical list only (`retrieval.part_vectors`). A "performance" branch searches the
 tenant's performance chunks (whose `performance_snapshot` was rendered into their text at ingest). A
 "bridge" branch is a part searched again with the name its question's best chunks give (nodes/bridge.py,
 `fan_out_bridge`).
@@ -42,21 +42,15 @@ from graph.state import Chunk, RetrieveTask, SearchResult, State, question_parts
 
 
 def fan_out(state: State) -> list[Send]:
-    """One `Send` per sub-query, plus one performance search when the policy asks for it. A part that
-    decompose routed on its own (`part_routes`) is searched under its intent's filters."""
+    """One `Send` per sub-query, plus one performance search when the policy asks for it."""
     rag = state["rag"]
     queries = list(state.get("sub_queries") or [state["question"]])
     if state["question"] not in queries:
         # A split question is searched whole too: sub-queries find each part's evidence, the whole
         # question keeps the chunks that answer it at once (and the parts a fragment lost).
         queries.insert(0, state["question"])
-    routes = state.get("part_routes") or {}
-    tasks = []
-    for i, q in enumerate(queries):
-        task = RetrieveTask(question=state["question"], sub_query=q, index=i, kind="sub_query", rag=rag)
-        if q in routes:
-            task.update(intent=routes[q]["intent"], filters=routes[q]["filters"])
-        tasks.append(Send("retrieve", task))
+    tasks = [Send("retrieve", RetrieveTask(question=state["question"], sub_query=q, index=i, kind="sub_query", rag=rag))
+             for i, q in enumerate(queries)]
     if rag.get("performance_injection"):
         tasks.append(Send("retrieve", RetrieveTask(question=state["question"], sub_query=state["question"],
                                                    index=len(tasks), kind="performance", rag=rag)))
@@ -70,16 +64,9 @@ def fan_out_bridge(state: State) -> list[Send]:
     if not name or any(r.get("kind") == "bridge" for r in (state.get("hits") or {}).values()):
         return []
     first = len(state.get("hits") or {})  # keys after the first round's: retrieve[first], ...
-    parts = question_parts(state)
-    routes = state.get("part_routes") or {}
-    tasks = []
-    for i, part in enumerate(parts):
-        task = RetrieveTask(question=state["question"], sub_query=f"{part} {name}", index=first + i, kind="bridge",
-                            rag=state["rag"])
-        if part in routes:
-            task.update(intent=routes[part]["intent"], filters=routes[part]["filters"])
-        tasks.append(Send("retrieve", task))
-    return tasks
+    return [Send("retrieve", RetrieveTask(question=state["question"], sub_query=f"{part} {name}", index=first + i,
+                                          kind="bridge", rag=state["rag"]))
+            for i, part in enumerate(question_parts(state))]
 
 
 def to_chunk(hit: SearchHit, collection: str) -> Chunk:
@@ -164,8 +151,7 @@ def _search(ctx: Context, index, rag: dict, *, vectors: dict[str, list[float] | 
 def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
     """One branch: the dense and the lexical list for one sub-query, gated inside the engine.
 
-    Reads the `Send` payload `task` (question, sub_query, index, kind, rag; a part's own intent and
-    filters when it has a route of its own), not the state. Writes
+    Reads the `Send` payload `task` (question, sub_query, index, kind, rag), not the state. Writes
     `hits` (this branch's lists, keyed `retrieve[i]`, plus one per scoped search the first branch
     runs), `scoped_queries`, `sources_named` and `sources_unheld` (first branch only) and `errors`
     (degradations: lexical-only search, unscoped search, malformed hits)."""
@@ -180,7 +166,7 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         language = run_language(task, policy)
         index = bounded_index(ctx, get_resources(ctx).index)
         analyzer = get_analyzer(policy)
-        filters = dict(task["filters"] if "filters" in task else rag.get("filters") or {})
+        filters = dict(rag.get("filters") or {})
         if task["kind"] == "performance":
             filters = {"docType": policy.retrieval.performance_doc_type}
         is_part = task["kind"] in ("sub_query", "bridge") and task["sub_query"] != task["question"]
@@ -199,8 +185,6 @@ def retrieve(task: RetrieveTask, runtime: Runtime[Context]) -> dict:
         results[key] = _search(ctx, index, rag, vectors=vectors, sparse=analyzer.query_vector(task["sub_query"], language),
                                filters=filters, limit=limit, kind=task["kind"], sub_query=task["sub_query"],
                                problems=problems)
-        if "intent" in task:
-            results[key]["intent"] = task["intent"]
         if task["index"] == 0 and task["kind"] == "sub_query":
             # Which sources the question names that the caller holds nothing from (compose says so).
             checked = _mentions(lambda q, *a: unheld_sources(q, language, *a), task["question"], policy, rag,

@@ -38,7 +38,7 @@ def question_language(question: str, policy: Policy | None) -> str:
     return detect_language(question, languages.markers, languages.default)
 
 
-def policy_snapshot(policy: Policy, entity_spec: dict, intent: str | None) -> dict:
+def policy_snapshot(policy: Policy, entity_spec: dict, intent: str | None, intent_source: str) -> dict:
     """The parts of the policy that decided this request, so a reader can audit it."""
     routing = policy.routing
     return {
@@ -49,8 +49,15 @@ def policy_snapshot(policy: Policy, entity_spec: dict, intent: str | None) -> di
         "deny_intents": list(routing.deny_intents),
         "fallback_intent": routing.fallback_intent,
         "intent_filter": dict(routing.intent_filters[intent]) if intent in routing.intent_filters else None,
+        "intent_filter_applies_as": filter_role(intent_source),
         "route": entity_spec,
     }
+
+
+def filter_role(intent_source: str) -> str:
+    """How the intent's filters apply: a gate inside the engine when the caller named the intent; a rerank
+    boost when it was inferred (from the question's words or the thread's topic), which can be wrong."""
+    return "gate" if intent_source == "caller" else "boost"
 
 
 @timed("route_gate")
@@ -58,7 +65,8 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
     """Decide from the policy whether and how this question may use retrieval.
 
     Reads `question`, `intent`, `entity`, `correlation_id` and `history` (a thread's earlier turns).
-    Writes `rag` (the route record: enabled, intent, entity, collections, profile, filters, policy
+    Writes `rag` (the route record: enabled, intent, entity, collections, profile, the intent's filters —
+    `filters`, a gate, when the caller named it, else `preferred_filters`, a rerank boost —, policy
     snapshot with its digest, error, the caller's correlation id), `request_id` (always a new one,
     as an Overwrite: graph/state.py `server_assigned`), `correlation_id` (cleared: the next question
     of a thread sends its own or has none), `question` (checked), `tenant`, `language`, `history`,
@@ -97,6 +105,7 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
             intent, source = history[-1]["intent"], "history"
     record["intent"], record["intent_source"] = intent, source
 
+    intent_filters, gated = dict(policy.routing.intent_filters.get(intent) or {}), filter_role(source) == "gate"
     route = policy.entity_route(state.get("entity"))
     profile = route.profile
     record.update(
@@ -107,10 +116,12 @@ def route_gate(state: State, runtime: Runtime[Context]) -> dict:
                  "max_context_chars": ctx.max_context_chars or profile.max_context_chars,
                  "rerank_depth": profile.rerank_depth},
         max_chunks=ctx.top_n or route.max_chunks,
-        filters=dict(policy.routing.intent_filters.get(intent) or {}),
+        filters=intent_filters if gated else {},
+        preferred_filters={} if gated else intent_filters,
         performance_injection=has_any_phrase(question, policy.retrieval.performance_keywords),
         policy=policy_snapshot(policy, {"entity": route.entity, "profile": route.profile_name,
-                                        "collections": list(route.collections), "max_chunks": route.max_chunks}, intent),
+                                        "collections": list(route.collections), "max_chunks": route.max_chunks},
+                               intent, source),
     )
 
     if not question:

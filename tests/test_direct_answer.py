@@ -11,7 +11,6 @@ from conftest import matches_phrase
 from graph.algorithms.direct_answer import QuestionWords, direct_answer, measure_qualifiers, rank_sentences
 from graph.algorithms.missing_parts import asking_words, missing_terms
 from graph.algorithms.question_form import asked_act, question_form
-from graph.algorithms.routing import part_routes
 from graph.algorithms.text import get_analyzer, with_synonyms
 from graph.algorithms.unattested import question_names, unattested_names, unattested_subject
 from graph.policy import load_policy
@@ -424,17 +423,14 @@ RETURNS_QUESTION = ("Como a decisão judicial sobre direito de arrependimento mu
                     "qual é a taxa atual de devolução?")
 
 
-def test_a_part_about_no_topic_of_the_question_is_searched_outside_its_filter(ask):
-    # "decisão judicial", "processo": the question is legal, and the legal filter keeps legal documents only.
-    # Its rate part speaks of no topic, so it is searched as if asked alone, and finds the returns report.
+def test_an_inferred_intent_hides_no_document_from_a_part_about_another_topic(ask):
+    # "decisão judicial", "processo": the question is legal by its words. Its rate part speaks of no legal
+    # matter; the legal filter only ranks, so that part still finds the returns report.
     state = ask(RETURNS_QUESTION)
     rate = "qual é a taxa atual de devolução"
-    assert state["rag"]["intent"] == "legal" and state["rag"]["filters"] == {"docType": "legal"}
+    assert state["rag"]["intent"] == "legal" and state["rag"]["intent_source"] == "rule"
+    assert state["rag"]["filters"] == {} and state["rag"]["preferred_filters"] == {"docType": "legal"}
     assert state["sub_queries"][-1] == rate
-    assert state["part_routes"] == {rate: {"intent": "knowledge", "filters": {}}}
-    searched = {r["sub_query"]: r for r in state["hits"].values() if r["kind"] == "sub_query"}
-    assert searched[rate]["intent"] == "knowledge"
-    assert all("intent" not in r for q, r in searched.items() if q != rate)  # the rest: the question's route
     assert "acme-ops-returns-2026" in {c["docId"] for c in state["reranked"]}
 
 
@@ -447,19 +443,6 @@ def test_a_part_only_text_in_another_language_answers_is_pointed_to_it(ask):
     assert matches_phrase(lines[-1], "pt", "part_in_other_language") and "«qual é a taxa atual de devolução»" in lines[-1]
     assert "[acme-ops-returns-2026]" in lines[-1] and "acme-ops-returns-2026" in state["citations_used"]
     assert state["coverage_level"] == "low" and state["verdict"]["final_decision"] == "WARNING"
-
-
-def test_a_part_routes_only_where_the_question_was_routed_by_its_words(policy):
-    parts = ["Como a decisão judicial mudou as devoluções", "qual é a taxa atual de devolução",
-             "quais foram as vendas de inverno", "e os seguidores no Instagram"]
-    routes = part_routes(parts, "legal", "rule", policy)
-    assert routes == {"qual é a taxa atual de devolução": {"intent": "knowledge", "filters": {}},
-                      "quais foram as vendas de inverno": {"intent": "sales", "filters": {}},
-                      "e os seguidores no Instagram": {"intent": "social", "filters": {"category": "social"}}}
-    # An intent the caller gave, or the thread's, holds for every part.
-    assert part_routes(parts, "legal", "caller", policy) == {} == part_routes(parts, "legal", "history", policy)
-    # A part whose words give an intent the policy denies keeps the question's route.
-    assert part_routes(["qual é a senha do sistema", "qual foi a decisão"], "legal", "rule", policy) == {}
 
 
 def test_a_part_a_heading_names_by_a_synonym_is_answered_by_its_list(ask):

@@ -162,9 +162,30 @@ def test_caller_intent_overrides_rules(ctx):
     assert rag["intent"] == "marketing" and rag["intent_source"] == "caller"
 
 
-def test_intent_filter_from_policy_is_attached(ctx):
-    rag = gate("Quantos seguidores temos no Instagram?", ctx)
-    assert rag["filters"] == load_policy(ctx.policy_path).routing.intent_filters["social"]
+def test_an_inferred_intents_filter_ranks_and_a_named_ones_gates(ctx):
+    social = load_policy(ctx.policy_path).routing.intent_filters["social"]
+    inferred = gate("Quantos seguidores temos no Instagram?", ctx)
+    assert inferred["intent_source"] == "rule" and inferred["filters"] == {} and inferred["preferred_filters"] == social
+    assert inferred["policy"]["intent_filter_applies_as"] == "boost"
+    named = gate("Quantos seguidores temos no Instagram?", ctx, intent="social")
+    assert named["filters"] == social and named["preferred_filters"] == {}
+    assert named["policy"]["intent_filter_applies_as"] == "gate"
+
+
+def test_a_word_that_infers_an_intent_hides_no_answer(ask):
+    # "TikTok" infers `social`, whose filter keeps social documents only; the answer is in a performance report.
+    question = "A campanha do TikTok Provador Virtual segue ativa?"
+    state = ask(question)
+    assert state["rag"]["intent"] == "social" and state["rag"]["intent_source"] == "rule"
+    ranked = {c["docId"]: c for c in state["reranked"]}
+    assert "acme-perf-tiktok-provador-2026" in ranked
+    # The social documents that were kept got the inferred intent's boost; the performance report did not.
+    boosted = {c["docId"] for c in state["reranked"] if any(b["name"] == "intent" for b in c["scores"]["boosts"])}
+    assert boosted and all(d.startswith("acme-social-") for d in boosted), boosted
+    # Named by the caller, the intent is a gate: only social documents are searched.
+    gated = ask(question, intent="social")
+    assert gated["rag"]["filters"] == {"category": "social"}
+    assert gated["reranked"] and all(c["docId"].startswith("acme-social-") for c in gated["reranked"])
 
 
 # --- broken policies --------------------------------------------------------------------------

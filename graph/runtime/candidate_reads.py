@@ -36,7 +36,8 @@ def engine_features(chunks: list[Chunk], ctx: Context, index: VectorIndex, polic
     point id): those candidates are not asked again, and the new answers are added."""
     known = {} if known is None else known
     language = rag.get("language", "en")
-    boost_flags = {n: c for n, (_, c) in policy.boosts(ctx.current_year).items()} if ctx.boosts else {}
+    boost_flags = ({n: c for n, (_, c) in policy.boosts(ctx.current_year, rag.get("preferred_filters")).items()}
+                   if ctx.boosts else {})
     other_languages = [lang for lang in policy.languages.markers if lang != language]
     by_collection: dict[str, list[Chunk]] = {}
     for chunk in chunks:
