@@ -182,6 +182,22 @@ def test_an_answer_past_the_first_window_is_found(reader):
     assert "Odete Ramalho" in span.text, span
 
 
+def test_a_long_question_is_read_cut_as_in_training(reader):
+    # MultiHop-RAG asks questions of 60 words and more: uncut, the passage would get less room than the window
+    # stride, and the tokenizer panics (an exception `except Exception` does not catch).
+    question = ("Does the TechCrunch article on software companies report an increase in revenue related to payment "
+                "models, while the Hacker News article on The Epoch Times reports an increase in subscription revenue, "
+                "and did both publish their reports before the Fortune article on the housing market appeared in "
+                "October 2023, which described the affordability of homes as the worst in four decades? ") * 3
+    assert len(question.split()) > 150
+    cut = reader.question_read(question)
+    assert question.startswith(cut) and len(reader._tokenizer.encode(cut, add_special_tokens=False).ids) == 64
+    passage = " ".join(f"In {1900 + n} the river town held its {n}th harvest fair." for n in range(40))
+    spans, choices = reader.read(question, [passage, "Short."])
+    assert len(spans) == len(choices) == 2
+    assert reader.question_read("Who was the keeper?") == "Who was the keeper?"
+
+
 def test_a_passage_that_does_not_answer_scores_below_no_answer(reader):
     span = reader.spans("Who founded the company?", ["The weather in Lisbon was mild all week, with light rain."])[0]
     assert span.score < 0, span

@@ -107,6 +107,8 @@ class Reader:
         self.max_length = int(manifest["max_length"])
         self.stride = int(manifest["stride"])
         self.nli_length = int(manifest["nli_length"])
+        # Files exported before the manifest named it were trained with 64 (training/reader/features.py).
+        self.max_question = int(manifest.get("max_question", 64))
         self.pad_id = int(manifest["pad_id"])
         self.yesno_labels = tuple(manifest["labels"]["yesno"])
         self.nli_labels = tuple(manifest["labels"]["nli"])
@@ -114,8 +116,19 @@ class Reader:
 
     # ------------------------------------------------------------------ windows and runs
 
+    def question_read(self, question: str) -> str:
+        """The question as the model reads it: cut to its first `max_question` tokens, as in training
+        (training/reader/features.py MAX_QUESTION). A longer one would leave its passage less room than the
+        window stride, which the tokenizer refuses (it panics: not an Exception)."""
+        with self._lock:
+            encoding = self._tokenizer.encode(question, add_special_tokens=False)
+        if len(encoding.ids) <= self.max_question:
+            return question
+        return question[: encoding.offsets[self.max_question - 1][1]]
+
     def windows(self, question: str, passages: Sequence[str]) -> list[tuple[int, object]]:
         """(passage index, encoding) for every window of every passage."""
+        question = self.question_read(question)
         with self._lock:
             self._tokenizer.enable_truncation(self.max_length, stride=self.stride, strategy="only_second")
             try:

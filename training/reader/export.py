@@ -19,7 +19,7 @@ import torch
 
 from graph.providers.local_models import file_sha256
 from training.reader.base_weights import build_tokenizer, read_base_weights
-from training.reader.features import MAX_LENGTH, NLI_LENGTH, STRIDE
+from training.reader.features import MAX_LENGTH, MAX_QUESTION, NLI_LENGTH, STRIDE
 from training.reader.model import NLI_LABELS, YESNO_LABELS, Reader
 
 ONNX_NAME = "reader-int8.onnx"
@@ -89,6 +89,7 @@ def export(model_path: Path, out: Path, keep_float: Path | None = None) -> dict:
         "labels": {"yesno": list(YESNO_LABELS), "nli": list(NLI_LABELS)},
         "max_length": MAX_LENGTH,
         "stride": STRIDE,
+        "max_question": MAX_QUESTION,
         "nli_length": NLI_LENGTH,
         "pad_id": base.pad_id,
         "layers": state["layers"],
