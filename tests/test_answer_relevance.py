@@ -261,14 +261,25 @@ def test_files_without_relevance_labels_report_none(tmp_path):
     assert "n_relevant" not in out["metrics"]
 
 
-@pytest.mark.parametrize("value", [2, "yes", True, 1.0, None])
+@pytest.mark.parametrize("value", [2, "yes", 1.0, None])
 def test_a_bad_relevant_label_refuses_the_file_naming_the_line(tmp_path, capsys, value):
     rows = items("en")
     src = write_jsonl(tmp_path / "bad.jsonl", [rows[0], {**rows[1], "relevant": value}])
     with pytest.raises(GroundednessInputError, match="line 2: field 'relevant' must be 1"):
         load_items(src)
     assert cli_main(["eval", "groundedness", "--input", str(src), "--home", str(tmp_path / "h")]) == 2
-    assert "line 2: field 'relevant' must be 1 (answers the question) or 0 (does not)" in capsys.readouterr().err
+    assert "line 2: field 'relevant' must be 1 or true (answers the question), 0 or false (does not)" in capsys.readouterr().err
+
+
+def test_true_and_false_labels_read_as_1_and_0(tmp_path):
+    # Most tools write JSON booleans for a yes/no label.
+    rows = items("en")
+    as_booleans = [{**r, "relevant": bool(r["relevant"]), "label": True} for r in rows]
+    loaded = load_items(write_jsonl(tmp_path / "b.jsonl", as_booleans))
+    assert [i["relevant"] for i in loaded] == [r["relevant"] for r in rows] and {i["label"] for i in loaded} == {1}
+    assert all(type(i["relevant"]) is int for i in loaded)
+    with_ints = run_groundedness(load_items(write_jsonl(tmp_path / "i.jsonl", rows)), load_policy())["metrics"]
+    assert run_groundedness(loaded, load_policy())["metrics"]["irrelevant_flagged"] == with_ints["irrelevant_flagged"]
 
 
 def test_evidence_in_another_language_is_not_called_off_topic(policy):

@@ -2,7 +2,7 @@
 
 Input, one JSON object per line:
     {"id": "...", "question": "..."?, "context": [{"doc_id": "...", "text": "..."}], "answer": "...",
-     "label": 1 | 0?, "relevant": 1 | 0?, "language": "en" | "pt"?, "perturbation": "..."?}
+     "label": 1 | 0 | true | false?, "relevant": 1 | 0 | true | false?, "language": "en" | "pt"?, "perturbation": "..."?}
 label 1 = faithful, 0 = not; relevant 1 = the answer addresses the question, 0 = it does not
 (bench/make_relevance_set.py). Every line is judged by `judge_answer` (graph/algorithms/judging.py),
 the function the graph's judge node runs, with the question and the context as the retrieved chunks.
@@ -88,10 +88,13 @@ def _item_problem(item: Any) -> str | None:
     for i, chunk in enumerate(context):
         if not isinstance(chunk, dict) or not isinstance(chunk.get("doc_id"), str) or not isinstance(chunk.get("text"), str):
             return f"field 'context[{i}]' must be an object with string 'doc_id' and 'text'"
-    if "label" in item and item["label"] not in (0, 1):
-        return "field 'label' must be 1 (faithful) or 0 (not)"
-    if "relevant" in item and (type(item["relevant"]) is not int or item["relevant"] not in (0, 1)):
-        return f"field 'relevant' must be 1 (answers the question) or 0 (does not), not {item['relevant']!r}"
+    for name, meaning in (("label", "1 or true (faithful), 0 or false (not)"),
+                          ("relevant", "1 or true (answers the question), 0 or false (does not)")):
+        if name not in item:
+            continue
+        if type(item[name]) not in (int, bool) or item[name] not in (0, 1):
+            return f"field '{name}' must be {meaning}, not {json.dumps(item[name])}"
+        item[name] = int(item[name])  # JSON's true / false, as written by most tools, read as 1 / 0
     if "question" in item and not isinstance(item["question"], str):
         return "field 'question' must be a string"
     return None
