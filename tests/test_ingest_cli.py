@@ -508,3 +508,34 @@ def test_a_collection_held_by_another_engine_is_a_clear_error(tmp_path, capsys):
     finally:
         holder.close()
         close_all()
+
+
+def test_cli_ingest_takes_the_paths_a_shell_glob_gives(tmp_path, home, capsys):
+    # `ragate ingest samples/acme/*.jsonl --tenant acme`: several files, and a folder, in one call.
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Nota A\n\nTexto da nota A.\n", encoding="utf-8")
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    one.write_text(doc_line("d1", "texto um") + "\n", encoding="utf-8")
+    two.write_text(doc_line("d2", "texto dois") + "\n" + doc_line("d1", "texto repetido") + "\n", encoding="utf-8")
+    tenant = f"cli{next(_tenants)}"
+    rc = main(["ingest", str(one), str(two), str(folder), str(one), "--tenant", tenant, "--collection", COLLECTION,
+               "--home", str(home), "--default-approved", "true", "--quiet"])
+    captured = capsys.readouterr()
+    # One file given twice is read once; the same id in another file is rejected as before, naming its line.
+    assert rc == 1, captured
+    assert "3 documents read, 3 written" in captured.out and "1 rejected" in captured.out, captured.out
+    assert f"{two}:2: duplicate id 'd1'" in captured.err, captured.err
+    served = served_doc_ids(Context(home=str(home), tenant=tenant), "texto nota", tenant)
+    assert len(served) == 3 and {"d1", "d2"} <= served, served
+
+
+def test_cli_ingest_refuses_every_path_when_one_is_missing(tmp_path, home, capsys):
+    good = tmp_path / "good.jsonl"
+    good.write_text(doc_line("g1", "texto bom") + "\n", encoding="utf-8")
+    tenant = f"cli{next(_tenants)}"
+    rc = main(["ingest", str(good), str(tmp_path / "typo.jsonl"), "--tenant", tenant, "--collection", COLLECTION,
+               "--home", str(home), "--quiet"])
+    assert rc == 2
+    assert f"{tmp_path / 'typo.jsonl'}: no such file or folder" in capsys.readouterr().err
+    assert not served_doc_ids(Context(home=str(home), tenant=tenant), "texto", tenant)

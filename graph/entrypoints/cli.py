@@ -542,7 +542,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("ingest", help="ingest JSONL, Markdown or text files into a collection for a tenant")
-    p.add_argument("path", help="a file or a folder")
+    p.add_argument("path", nargs="+", help="files or folders (several, as a shell glob gives them: samples/acme/*.jsonl)")
     p.add_argument("--collection", dest="collection_name", default="documents")
     p.add_argument("--tenant", required=True, help="the tenant the documents belong to (never read from the files)")
     p.add_argument("--default-status", default="ready", help="status for documents that give none (default: ready)")

@@ -22,7 +22,7 @@ import json
 import re
 import time
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -371,26 +371,36 @@ def _text_document(path: Path, root: Path, errors: list[str], limit: int) -> Ite
                    source=str(path))
 
 
-def read_documents(path: Path, *, max_document_mb: float | None = None,
+def read_documents(paths: Path | Sequence[Path], *, max_document_mb: float | None = None,
                    warnings: list[str] | None = None) -> tuple[list[Document], list[str]]:
-    """Every document under `path` (a file or a folder), with the errors that named a file or line
-    (and, into `warnings`, files that held no document)."""
+    """Every document under `paths` (files or folders, as a shell glob gives them), with the errors that
+    named a file or line (and, into `warnings`, folders that held no document). A path that does not
+    exist, or a file of a type ragate does not read, refuses them all before anything is read: a typo
+    in one of several paths must not ingest the others half-way. A file given twice is read once."""
     errors: list[str] = []
     warnings = [] if warnings is None else warnings
     limit = max_document_bytes(max_document_mb)
-    if not path.exists():
-        raise IngestError(f"{path}: no such file or folder")
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES) \
-        if path.is_dir() else [path]
-    if path.is_file() and path.suffix.lower() not in SUPPORTED_SUFFIXES:
-        raise IngestError(f"{path}: unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
-    if path.is_dir() and not files:
-        warnings.append(f"{path}: no {', '.join(SUPPORTED_SUFFIXES)} files in this folder")
+    roots = [Path(paths)] if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
+    if not roots:
+        raise IngestError("no file or folder given")
+    for path in roots:
+        if not path.exists():
+            raise IngestError(f"{path}: no such file or folder")
+        if path.is_file() and path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            raise IngestError(f"{path}: unsupported file type (use {', '.join(SUPPORTED_SUFFIXES)})")
+    files: dict[Path, tuple[Path, Path]] = {}  # by resolved path: (the file as named, the root it was found under)
+    for path in roots:
+        found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUPPORTED_SUFFIXES) \
+            if path.is_dir() else [path]
+        if path.is_dir() and not found:
+            warnings.append(f"{path}: no {', '.join(SUPPORTED_SUFFIXES)} files in this folder")
+        for f in found:
+            files.setdefault(f.resolve(), (f, path))
     docs: list[Document] = []
     seen: dict[str, str] = {}
-    for f in files:
+    for f, root in files.values():
         reader = _jsonl_documents(f, errors, warnings, limit) if f.suffix.lower() == ".jsonl" else \
-            _text_document(f, path, errors, limit)
+            _text_document(f, root, errors, limit)
         try:
             for doc in reader:
                 if doc.id in seen:
@@ -581,11 +591,11 @@ def _normalise_metadata(doc: Document, tenant: str, defaults: dict[str, Any], re
 
 # One pass in order (check, read, chunk, embed, write in batches, report): each step is a function of its own;
 # what stays here is their order and the accounting of bad input, which must see every step.
-def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Context | None = None,
+def ingest_path(path: str | Path | Sequence[str | Path], *, collection: str, tenant: str, context: Context | None = None,
                 default_status: str = "ready", default_approved: bool = False, strict: bool = False,
                 progress: bool = False, max_document_mb: float | None = None,
                 on_written: Callable[[list[str]], None] | None = None) -> IngestReport:
-    """Ingest a file or folder for `tenant`. Bad input is reported in the report's errors and
+    """Ingest a file or folder, or several (`read_documents`), for `tenant`. Bad input is reported in the report's errors and
     skipped (`strict`: IngestError before anything is written). `on_written(doc_ids)` is called
     after each batch of documents is written: the engine has them in its write-ahead log, and they
     survive the process dying from then on. A failure of the embedder or the engine raises
@@ -595,7 +605,7 @@ def ingest_path(path: str | Path, *, collection: str, tenant: str, context: Cont
     ctx = context or Context()
     policy = load_policy(ctx.policy_path)
     report = IngestReport(collection=collection, tenant=tenant)
-    docs, report.errors = read_documents(Path(path), max_document_mb=max_document_mb, warnings=report.warnings)
+    docs, report.errors = read_documents(path, max_document_mb=max_document_mb, warnings=report.warnings)
     defaults = {"status": default_status, "isApprovedForAI": default_approved}
     prepared = [(doc, meta) for doc in docs if (meta := _normalise_metadata(doc, tenant, defaults, report)) is not None]
     report.documents_seen = len(docs)
