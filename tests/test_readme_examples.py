@@ -653,3 +653,15 @@ def test_examples_use_valid_keys():
             if token not in ("KEY", "$KEY", "{KEY}") and not token.startswith("<"):
                 assert len(token) >= MIN_KEY_CHARS, f"README line {number}: Bearer {token}"
     key_of_curl_block()
+
+
+def test_the_data_folders_the_readme_creates_in_the_checkout_are_ignored_by_git():
+    # Issue 45: the LangServe steps left `.ragate-langserve/` untracked in the checkout.
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    folders = sorted(set(re.findall(r"RAGATE_HOME=(\.[\w.-]+)", text)) | {".ragate"})
+    for folder in folders:
+        probe = f"{folder}/collections/x"
+        done = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT, capture_output=True, timeout=30)
+        assert done.returncode == 0, f"{folder}/ (a data folder the README creates in the checkout) is not in .gitignore"
