@@ -69,6 +69,7 @@ from typing import Any, Literal
 import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from langchain_core.runnables import ConfigurableFieldSpec, Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import patch_config
@@ -161,8 +162,10 @@ class RagInput(BaseModel):
 
     model_config = ConfigDict(extra="forbid", title="RagInput", **DRAWABLE)
 
-    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS,
-                          description="The question, in Portuguese or English.")
+    # Its limits are checked by check_question, which says what is wrong as /api/chat does ("question is
+    # empty"); the schema still shows them to forms and clients.
+    question: str = Field(description="The question, in Portuguese or English.",
+                          json_schema_extra={"minLength": 1, "maxLength": MAX_QUESTION_CHARS})
     intent: str | None = Field(None, max_length=64,
                                   description="An intent of the policy (e.g. sales); inferred from the question when absent.")
     entity: str | None = Field(None, max_length=64, description="An entity profile of the policy.")
@@ -534,13 +537,40 @@ app = FastAPI(
 )
 
 
+def refusal(errors: list) -> JSONResponse:
+    """A refused input as /api/chat refuses one: 422, `error` one line saying what to fix, `field` the field
+    it concerns; `detail` keeps FastAPI's list for clients that read it."""
+    first = errors[0] if errors else "invalid input"
+    if isinstance(first, str):  # LangServe's own ("Invalid JSON body")
+        return JSONResponse({"error": first, "detail": errors}, status_code=422)
+    place = [str(p) for p in first.get("loc", ()) if p != "body"]
+    where, field = ".".join(place), (place[-1] if place else None)
+    kind, message = first.get("type"), str(first.get("msg") or "invalid input")
+    if kind == "value_error":      # check_question's own words ("question is empty")
+        message = message.removeprefix("Value error, ")
+    elif kind == "extra_forbidden":
+        accepted = f"; accepted: {', '.join(RagInput.model_fields)}" if len(place) == 1 else ""
+        message = f"unknown field: {where}{accepted}"
+    elif kind == "missing":
+        message = f"{where} is required"
+    elif kind == "string_type":
+        message = f"{where} must be a string, not {type(first.get('input')).__name__}"
+    elif where and not message.startswith(field or ""):
+        message = f"{where}: {message[:1].lower()}{message[1:]}"
+    return JSONResponse({"error": message, "field": field, "detail": jsonable_encoder(errors)}, status_code=422)
+
+
+@app.exception_handler(RequestValidationError)
+async def refused_input(request: Request, exc: RequestValidationError):
+    return refusal(list(exc.errors()))
+
+
 @app.exception_handler(ValidationError)
 async def invalid_input(request: Request, exc: ValidationError):
     """An input LangServe validated outside its own error translation (a bad item of /rag/batch
     raises pydantic's error there: a 500 in langserve 0.3.3) is the caller's 422 like the others."""
     if exc.title == RagInput.__name__:
-        errors = exc.errors(include_url=False, include_context=False)
-        return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+        return refusal(exc.errors(include_url=False, include_context=False))
     log.error("ragate langserve: %s %s failed: %s", request.method, request.url.path, exc)
     return JSONResponse({"detail": "Internal Server Error"}, status_code=500)
 

@@ -201,6 +201,31 @@ def test_a_request_id_in_the_input_is_refused_saying_to_send_correlation_id(serv
     assert "request_id is assigned by the server" in resp.text and "correlation_id" in resp.text, resp.text
 
 
+@pytest.mark.parametrize("question, message", [
+    ("", "question is empty"),
+    ("   ", "question is empty"),
+    ("\u200b\u200e", "question is empty: it holds only invisible characters (zero-width spaces, direction marks)"),
+    ("x" * (MAX_QUESTION_CHARS + 1), f"question is {MAX_QUESTION_CHARS + 1} characters; at most {MAX_QUESTION_CHARS}"),
+    (5, "question must be a string, not int"),
+    (None, "question must be a string, not NoneType"),
+], ids=["empty", "spaces", "invisible", "too-long", "int", "null"])
+def test_a_bad_question_gets_the_one_line_message_of_api_chat(server, question, message):
+    # Issue 45: an empty question got pydantic's raw 422 ("String should have at least 1 character").
+    for path, body in (("invoke", {"input": {"question": question}}),
+                       ("batch", {"inputs": [{"question": "ok"}, {"question": question}]})):
+        resp = post(server, path, body, "globex")
+        assert resp.status_code == 422, resp.text
+        assert resp.json()["error"] == message and resp.json()["field"] == "question", resp.text
+        assert resp.json()["detail"]  # FastAPI's list, for clients that read it
+
+
+def test_a_missing_or_unknown_field_is_named(server):
+    missing = post(server, "invoke", {"input": {}}, "globex").json()
+    assert missing["error"] == "question is required" and missing["field"] == "question"
+    unknown = post(server, "invoke", {"input": {"question": "ok", "colour": "red"}}, "globex").json()
+    assert unknown["error"] == "unknown field: colour; accepted: question, intent, entity, correlation_id, history"
+
+
 # --- batch and stream ---------------------------------------------------------------------------------
 
 
