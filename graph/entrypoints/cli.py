@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import importlib.util
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -302,6 +304,24 @@ SERVE_OFFLINE_ENV = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CH
 SERVE_PATH_SETTINGS = ("RAGATE_HOME", "RAGATE_POLICY", "RAGATE_API_KEYS_FILE")
 
 
+def port_unavailable(host: str, port: int) -> str | None:
+    """Why the server could not listen on host:port (another process listens there, or the host is not this
+    machine's), or None. A socket in TIME_WAIT does not count: the server reuses the address as this check does."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError, OverflowError) as exc:
+        return f"cannot listen on {host}:{port} ({exc})"
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return f"port {port} on {host} is in use by another process"
+            return f"cannot listen on {host}:{port} ({exc.strerror or exc})"
+    return None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     """Start the LangGraph server (`langgraph dev`) with ragate's graph, routes, keys and store."""
     if importlib.util.find_spec("langgraph_cli") is None or importlib.util.find_spec("langgraph_api") is None:
@@ -332,6 +352,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
               "or pass --local-dev to serve requests without keys (your machine only)", file=sys.stderr)
         return 2
     ctx = _context(args)  # the flags, as the server gets them through `env`; a bad RAGATE_* value stops here
+    # The LangGraph dev server takes another port when the one asked for is taken, and the banner below would
+    # then point at whatever holds it: a taken port stops here instead.
+    problem = port_unavailable(args.host, args.port)
+    if problem:
+        print(f"ragate serve: {problem}; pick another with --port (e.g. --port {args.port + 1}; make serve "
+              f"SERVE_PORT={args.port + 1}) and use it in the URLs", file=sys.stderr)
+        return 2
     home = ctx.home_path.resolve()
     # The embedded engine opens a data folder in one process at a time. The folder is taken now and the
     # server keeps it: execve keeps this pid and the lock (data_folder.keep_across_exec), and
