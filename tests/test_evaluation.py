@@ -262,8 +262,12 @@ def test_load_squad_same_file_and_separate_files(tmp_path):
 def test_loader_errors_name_the_flag(tmp_path):
     with pytest.raises(DatasetError, match=r"--corpus: no such file .*nope\.json"):
         load_dataset("multihop-rag", corpus=tmp_path / "nope.json", queries=tmp_path / "q.json")
-    with pytest.raises(DatasetError, match="--data-dir: no such folder"):
+    with pytest.raises(DatasetError, match="--data-dir: no such folder .*; beir expects a BEIR folder with corpus.jsonl, "
+                                           r"queries\*.jsonl and qrels/\*.tsv"):
         load_dataset("beir", data_dir=tmp_path / "missing")
+    # Outside this repository's set-up there is no ../shared: the message says what the folder must hold.
+    with pytest.raises(DatasetError, match="multihop-rag expects a folder with corpus.json and queries_dev.json"):
+        load_dataset("multihop-rag", data_dir=tmp_path / "missing")
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetError, match=r"no corpus file .*pass --corpus"):
         load_dataset("multihop-rag", data_dir=tmp_path / "empty")

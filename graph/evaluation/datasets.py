@@ -32,6 +32,16 @@ from graph.evaluation.metrics import strip_ws
 DATASETS = ("multihop-rag", "beir", "squad")
 # Folder of each dataset under $RAGATE_DATASETS (or ../shared/datasets) when no path is given.
 DEFAULT_FOLDERS = {"multihop-rag": "multihop_rag", "beir": "scifact", "squad": "faquad"}
+# What a folder standing for each dataset holds, and where the public copy comes from (README, "Where the
+# public data comes from"): said when a folder is missing, so a user outside this repository's set-up can
+# make one.
+LAYOUTS = {
+    "multihop-rag": "a folder with corpus.json and queries_dev.json (or MultiHopRAG.json), from MultiHop-RAG "
+                    "(github.com/yixuantt/MultiHop-RAG, dataset/)",
+    "beir": "a BEIR folder with corpus.jsonl, queries*.jsonl and qrels/*.tsv (e.g. SciFact from the BEIR benchmark)",
+    "squad": "a folder with one SQuAD v1.1 .json file, or the file itself as --corpus (e.g. FaQuAD's train.json, "
+             "github.com/liafacom/faquad, data/)",
+}
 DOC_TYPES = {"multihop-rag": "news", "beir": "abstract", "squad": "paragraph"}
 NULL_TYPE = "null_query"
 
@@ -338,12 +348,13 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, corpus: str |
         if data_dir is not None:
             d = Path(data_dir).expanduser()
             if not d.is_dir():
-                raise DatasetError(f"--data-dir: no such folder {d}")
+                raise DatasetError(f"--data-dir: no such folder {d}; {name} expects {LAYOUTS[name]}")
         else:
             d = default_data_root() / DEFAULT_FOLDERS[name]
             if not d.is_dir():
                 raise DatasetError(f"no data folder for {name}: {d} does not exist (pass --data-dir, or --corpus/--queries"
-                                   f"{'/--qrels' if name == 'beir' else ''}, or set RAGATE_DATASETS)")
+                                   f"{'/--qrels' if name == 'beir' else ''}, or set RAGATE_DATASETS); {name} expects "
+                                   f"{LAYOUTS[name]}")
 
     if name == "multihop-rag":
         corpus_p = corpus_p or _in_dir(d, ["corpus.json"], "corpus", "--corpus")
