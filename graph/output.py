@@ -100,3 +100,25 @@ def to_output(state: State) -> dict[str, Any]:
         "errors": state.get("errors", []),
         "language": state.get("language"),
     })
+
+
+def answer_report(out: dict[str, Any], *, with_direct: bool = False) -> str:
+    """The output contract as a person reads it: the answer (unless `out["answer"]` is None: already shown as it
+    streamed), then its coverage and verdict, the direct answer (`with_direct`) and why one was withheld, the
+    documents cited, the suggestions, a note when retrieval was off, and the request id. `ragate ask` prints it;
+    the LangServe playground shows it."""
+    lines = [out["answer"], ""] if out.get("answer") is not None else []
+    verdict = out.get("verdict") or {}
+    scores = ", ".join(f"{k} {v:.2f}" for k, v in (verdict.get("scores") or {}).items())
+    lines.append(f"coverage: {out.get('coverage_level')} · verdict: {verdict.get('final_decision')} ({scores})")
+    if with_direct:
+        why = (verdict.get("reasoning") or {}).get("direct_answer")
+        lines.append(f"direct answer: {out.get('direct_answer') or 'none'}" + (f" ({why})" if why else ""))
+    if out.get("citations_used"):
+        lines.append("citations: " + ", ".join(out["citations_used"]))
+    lines += [f"  suggestion: {s}" for s in out.get("suggestions") or []]
+    if (out.get("rag") or {}).get("error"):
+        lines.append(f"note: {out['rag']['error']}")
+    lines.append(f"request id: {out.get('request_id')}"
+                 + (f" (correlation id {out['correlation_id']})" if out.get("correlation_id") else ""))
+    return "\n".join(lines)

@@ -32,6 +32,7 @@ from graph.governance.tenancy import LOCAL_DEV_SETTING, KeyConfigError, KeyRing
 from graph.graph import graph as compiled_graph
 from graph.indexing.ingest import IngestError, ingest_path
 from graph.indexing.reembed import reembed_collection
+from graph.output import answer_report
 from graph.policy import PolicyError, load_policy
 from graph.providers import data_folder
 from graph.providers.persistence import PersistenceError
@@ -170,19 +171,7 @@ def cmd_reembed(args: argparse.Namespace) -> int:
 
 
 def _print_answer(out: dict) -> None:
-    if out["answer"] is not None:  # None: already printed as it streamed
-        print(out["answer"])
-        print()
-    verdict = out["verdict"]
-    scores = ", ".join(f"{k} {v:.2f}" for k, v in verdict.get("scores", {}).items())
-    print(f"coverage: {out['coverage_level']} · verdict: {verdict.get('final_decision')} ({scores})")
-    if out["citations_used"]:
-        print("citations: " + ", ".join(out["citations_used"]))
-    for s in out["suggestions"]:
-        print(f"  suggestion: {s}")
-    if out["rag"].get("error"):
-        print(f"note: {out['rag']['error']}")
-    print(f"request id: {out['request_id']}" + (f" (correlation id {out['correlation_id']})" if out.get("correlation_id") else ""))
+    print(answer_report(out))
 
 
 def _print_streamed(events) -> None:

@@ -5,8 +5,11 @@
     POST /rag/stream           server-sent events: {"event": "node", "node": ...} per finished node,
                                {"event": "token", "text": ...} as a chat model writes the answer, and
                                last the output contract itself (what /invoke returns)
-    POST /rag/stream_log       LangChain's run log (what the playground reads)
-    GET  /rag/input_schema, /rag/output_schema, /rag/config_schema, /rag/playground/
+    POST /rag/stream_log       LangChain's run log
+    GET  /rag/input_schema, /rag/output_schema, /rag/config_schema
+    POST /ask/invoke, /ask/stream, /ask/stream_log   the same runs as one text a person reads (ReadableRagate:
+                               the answer, coverage, verdict, direct answer, citations, request id)
+    GET  /ask/playground/      LangServe's playground on /ask (/rag/playground/ leads there)
     GET  /health               liveness without credentials
 
 Why a module of its own, in its own virtual environment: langserve 0.3 pins `sse-starlette<2`
@@ -70,7 +73,7 @@ import orjson
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from langchain_core.runnables import ConfigurableFieldSpec, Runnable, RunnableBinding, RunnableConfig
 from langchain_core.runnables.config import patch_config
 from langgraph.types import Send
@@ -94,7 +97,7 @@ from graph.governance.tenancy import (
     server_keyring,
 )
 from graph.graph import compile_graph
-from graph.output import to_output
+from graph.output import answer_report, to_output
 from graph.providers.data_folder import DataFolderBusy
 from graph.providers.persistence import PersistenceError
 from graph.providers.persistence import close_all as close_stores
@@ -113,6 +116,7 @@ from graph.state import (
 log = logging.getLogger("ragate.langserve")
 
 PATH = "/rag"
+READABLE_PATH = "/ask"   # the same runs as a person reads them (ReadableRagate), and the playground
 MAX_HISTORY_TURNS = 20
 STREAM_MODES = ["updates", "messages", "values"]
 
@@ -415,9 +419,56 @@ class BoundRagate(RunnableBinding):
         return self.bound.config_schema(include=include)
 
 
+class ReadableRagate(RagateRunnable):
+    """The runs of `answers` (the /rag runnable: one graph, one store) answered as a person reads them
+    (graph/output.py `answer_report`: the answer, coverage and verdict, the direct answer and why one was
+    withheld, the citations, the request id), as one text. This is what the playground shows: it joins
+    everything a run streams, and /rag's node events and output contract made a page of raw JSON 14,600 px
+    tall with the answer somewhere inside."""
+
+    name = "ragate-readable"
+
+    def __init__(self, answers: RagateRunnable):
+        super().__init__()
+        self.answers = answers
+
+    @property
+    def base_context(self) -> Context:
+        return self.answers.base_context
+
+    @property
+    def graph(self):
+        return self.answers.graph
+
+    @property
+    def OutputType(self) -> type[str]:  # noqa: N802
+        return str
+
+    def get_output_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        return Runnable.get_output_schema(self, config)
+
+    def _invoke(self, value: Any, run_manager: Any, config: RunnableConfig) -> str:  # type: ignore[override]
+        return answer_report(super()._invoke(value, run_manager, config), with_direct=True)
+
+    async def _ainvoke(self, value: Any, run_manager: Any, config: RunnableConfig) -> str:  # type: ignore[override]
+        return answer_report(await super()._ainvoke(value, run_manager, config), with_direct=True)
+
+    def _stream(self, inputs: Iterator[Any], run_manager: Any, config: RunnableConfig) -> Iterator[str]:  # type: ignore[override]
+        for chunk in super()._stream(inputs, run_manager, config):
+            if "event" not in chunk:  # the output contract, after the node and token events
+                yield answer_report(chunk, with_direct=True)
+
+    async def _astream(self, inputs: AsyncIterator[Any], run_manager: Any,  # type: ignore[override]
+                       config: RunnableConfig) -> AsyncIterator[str]:
+        async for chunk in super()._astream(inputs, run_manager, config):
+            if "event" not in chunk:
+                yield answer_report(chunk, with_direct=True)
+
+
 # --- authentication: LangServe's per-request config modifier --------------------------------------
 
 runnable = RagateRunnable()
+readable = ReadableRagate(runnable)
 def engine_unavailable_reason(exc: DataFolderBusy) -> str:
     """What a caller is told when this process cannot open the engine: the reason, without the
     folder or the other process's command line (server-side details; the log has them)."""
@@ -587,16 +638,29 @@ async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-add_routes(
-    app,
-    runnable,
-    path=PATH,
-    config_keys=["configurable"],          # validated: RagSettings, then authorize()
-    per_req_config_modifier=authorize,
-    enabled_endpoints=["invoke", "batch", "stream", "stream_log", "playground", "input_schema", "output_schema",
-                       "config_schema", "config_hashes"],
-    include_callback_events=False,
-    enable_feedback_endpoint=False,
-    enable_public_trace_link_endpoint=False,
-    serializer=RagateSerializer(),
-)
+@app.get(f"{PATH}/playground", include_in_schema=False)
+@app.get(f"{PATH}/playground/", include_in_schema=False)
+async def playground_moved() -> RedirectResponse:
+    """/rag's own playground would show its stream as raw JSON: the readable one answers the same runs."""
+    return RedirectResponse(f"{READABLE_PATH}/playground/")
+
+
+# /rag: the output contract (invoke, batch, stream, stream_log, schemas); /ask: the same runs as a person reads
+# them, and the playground.
+ROUTES = {PATH: (runnable, ["invoke", "batch", "stream", "stream_log", "input_schema", "output_schema",
+                            "config_schema", "config_hashes"]),
+          READABLE_PATH: (readable, ["invoke", "stream", "stream_log", "playground", "input_schema", "output_schema",
+                                     "config_schema", "config_hashes"])}
+for path, (served, endpoints) in ROUTES.items():
+    add_routes(
+        app,
+        served,
+        path=path,
+        config_keys=["configurable"],          # validated: RagSettings, then authorize()
+        per_req_config_modifier=authorize,
+        enabled_endpoints=endpoints,
+        include_callback_events=False,
+        enable_feedback_endpoint=False,
+        enable_public_trace_link_endpoint=False,
+        serializer=RagateSerializer(),
+    )

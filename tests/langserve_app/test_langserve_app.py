@@ -226,6 +226,20 @@ def test_a_missing_or_unknown_field_is_named(server):
     assert unknown["error"] == "unknown field: colour; accepted: question, intent, entity, correlation_id, history"
 
 
+def test_ask_answers_the_same_run_as_a_person_reads_it(server):
+    resp = post(server, "invoke", {"input": {"question": WINTER_SALES, "correlation_id": "ask-0001"}}, "globex")
+    assert resp.status_code == 200
+    contract = resp.json()["output"]
+    text = httpx.post(f"{server.url}/ask/invoke", headers=server.auth("globex"), timeout=TIMEOUT,
+                      json={"input": {"question": WINTER_SALES, "correlation_id": "ask-0001"}}).json()["output"]
+    assert isinstance(text, str) and text.startswith(contract["answer"]), text
+    assert f"citations: {', '.join(contract['citations_used'])}" in text and "(correlation id ask-0001)" in text
+    assert "coverage: " in text and "verdict: " in text and "direct answer: " in text and "acme-" not in text
+    # The same key check as /rag.
+    assert httpx.post(f"{server.url}/ask/invoke", json={"input": {"question": WINTER_SALES}},
+                      timeout=TIMEOUT).status_code == 401
+
+
 # --- batch and stream ---------------------------------------------------------------------------------
 
 
@@ -334,8 +348,8 @@ def test_input_output_and_config_schemas(server):
 
 
 def test_the_playground_page_is_served(server):
-    resp = httpx.get(f"{server.url}/rag/playground/", timeout=TIMEOUT)
-    assert resp.status_code == 200
+    resp = httpx.get(f"{server.url}/rag/playground/", timeout=TIMEOUT, follow_redirects=True)
+    assert resp.status_code == 200 and resp.url.path == "/ask/playground/", resp.url
     assert resp.headers["content-type"].startswith("text/html")
     assert "<html" in resp.text.lower()
 

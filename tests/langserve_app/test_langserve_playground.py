@@ -46,8 +46,10 @@ def page(browser):
         context.close()
 
 
-def test_the_playground_draws_its_forms_and_answers_a_question(dev_server, page):
+def test_the_playground_draws_its_forms_and_answers_a_question_readably(dev_server, page, tmp_path):
+    # /rag/playground/ leads to the readable playground (/ask): /rag streams the output contract as JSON.
     page.goto(f"{dev_server.url}/rag/playground/", wait_until="domcontentloaded")
+    assert urlsplit(page.url).path == "/ask/playground/", page.url
 
     # drawn: the config form (the settings a caller may choose) and the input form, no blank page
     question = page.locator('[id="#/properties/question-input"]')
@@ -62,7 +64,7 @@ def test_the_playground_draws_its_forms_and_answers_a_question(dev_server, page)
     page.locator('[id="#/properties/top_n-input"]').fill("2")
     start = page.get_by_role("button", name="Start")
     expect(start).to_be_enabled()
-    with page.expect_response(lambda r: urlsplit(r.url).path == "/rag/stream_log", timeout=WAIT_MS) as answered:
+    with page.expect_response(lambda r: urlsplit(r.url).path == "/ask/stream_log", timeout=WAIT_MS) as answered:
         start.click()
     response = answered.value
     assert response.status == 200, response.text()[:500]
@@ -72,13 +74,23 @@ def test_the_playground_draws_its_forms_and_answers_a_question(dev_server, page)
                                                                     "correlation_id": "playground-0001"}, sent
     assert {k: v for k, v in sent["config"]["configurable"].items() if v != []} == {"top_n": 2}, sent
 
-    # the output contract, shown as it streams in: cited from globex's documents, within the setting
-    expect(page.get_by_text('"coverage_level"')).to_be_visible()
-    expect(page.get_by_text('"correlation_id": "playground-0001"')).to_be_visible()
+    # The answer as a person reads it (graph/output.py answer_report): cited from globex's documents, its
+    # coverage and verdict, its direct answer, within the setting; no JSON.
+    expect(page.get_by_text("request id:", exact=False)).to_be_visible()
     body = page.locator("body").inner_text()
-    assert "globex-ops-returns-policy-2026" in body, body[-3000:]
-    assert "acme-" not in body
-    assert body.count('"docId"') == 2, body[-3000:]  # top_n from the config form: two sources
+    assert "[globex-" in body and "acme-" not in body, body[-3000:]
+    cited = next(line for line in body.splitlines() if line.startswith("citations: "))
+    assert cited.startswith("citations: globex-") and len(cited.split(", ")) <= 2, cited  # top_n 2
+    for label in ("coverage: ", "verdict: ", "direct answer: ", "(correlation id playground-0001)"):
+        assert label in body, body[-3000:]
+    assert '"docId"' not in body and '"event"' not in body, body[-3000:]
+    # The output in a screen, the page in about two (the JSON stream alone was about 14,600 px tall; LangServe's
+    # settings and input forms take some 1,050 px above the output).
+    output = page.get_by_text("request id:", exact=False).locator("..")
+    page.screenshot(path=str(tmp_path / "playground.png"), full_page=True)
+    assert output.bounding_box()["height"] <= 1000, (output.bounding_box(), tmp_path / "playground.png")
+    height = page.evaluate("document.documentElement.scrollHeight")
+    assert height <= 2.5 * 1000, (height, tmp_path / "playground.png")
     streamed = response.text()  # LangChain's run log, as server-sent events
     assert "event: end" in streamed and "event: error" not in streamed, streamed[-2000:]
     assert not page.problems, page.problems
