@@ -255,25 +255,25 @@ class StoredPoint:
 
     payload: dict[str, Any]  # every field; callers get copies
     terms: np.ndarray  # the term ids of its BM25 vector (int64)
-    vector: np.ndarray | None  # its dense vector as stored: unit length, the engine normalises for cosine
 
 
 class StoredPoints:
     """The points reads have asked about, kept in memory, least recently used first out.
 
-    Rerank asks of the ~100 candidates of every question their similarity to it, which of its terms they
-    hold and which boost conditions they meet (`features`), and reads the texts of ~30 (`fetch`). Asked
-    of the engine, that is a query per question term over the candidates, and each answer crosses into
-    Python again; in a served collection the same chunks come back question after question. Kept here,
-    a point is read once, with its vectors and payload, and then answered from memory.
+    Rerank asks of the ~100 candidates of every question which of its terms they hold and which boost
+    conditions they meet (`features`), and reads the texts of ~30 (`fetch`). Asked of the engine, that is
+    a query per question term over the candidates, and each answer crosses into Python again; in a served
+    collection the same chunks come back question after question. Kept here, a point is read once, with
+    its payload and its BM25 terms, and then answered from memory. Its dense vector is not kept: the
+    engine computes the similarities itself (`features`).
 
     Only this process writes the data folder (graph/providers/data_folder.py), and every write goes
     through the index, which forgets the collection's points once it has written (`forget`); a read that
     was under way meanwhile keeps nothing it read: what is kept is what is stored. The gates are checked
     on every answer, as the engine's filter does."""
 
-    # ~12 KB a point (measured on MultiHop-RAG's 650-token chunks: the payload with its text, both vectors):
-    # ~120 MB at most.
+    # ~10 KB a point (measured on MultiHop-RAG's 650-token chunks: the payload with its text, the BM25 terms):
+    # ~100 MB at most.
     CAPACITY = 10_000
 
     def __init__(self, capacity: int = CAPACITY):
@@ -298,13 +298,12 @@ class StoredPoints:
         if not missing:
             return found
         read: dict[int, StoredPoint] = {}
-        for record in shard.retrieve(missing, with_payload=True, with_vector=[DENSE, SPARSE]):
+        for record in shard.retrieve(missing, with_payload=True, with_vector=[SPARSE]):
             vectors = record.vector if isinstance(record.vector, dict) else {}
-            sparse, dense = vectors.get(SPARSE), vectors.get(DENSE)
+            sparse = vectors.get(SPARSE)
             read[int(record.id)] = StoredPoint(
                 payload=dict(record.payload or {}),
-                terms=np.asarray(list(sparse.indices) if sparse is not None else [], dtype=np.int64),
-                vector=np.asarray(dense, dtype=np.float32) if dense is not None else None)
+                terms=np.asarray(list(sparse.indices) if sparse is not None else [], dtype=np.int64))
         with self._lock:
             if (self._epoch, self._forgotten.get(collection, 0)) == generation:  # no write since the read began
                 for pid, point in read.items():
@@ -538,13 +537,12 @@ class EdgeVectorIndex:
                 # In `match_terms`' order, as the engine answers.
                 out[pids[owner]].matched_terms = [t for t in terms if t in found]
         if similarity_to is not None:
-            query = np.asarray(similarity_to, dtype=np.float32)
-            query /= max(float(np.linalg.norm(query)), 1e-12)  # cosine, as the engine computes it
-            with_vector = [pid for pid, point in points.items() if point.vector is not None]
-            if with_vector:
-                cosines = np.stack([points[pid].vector for pid in with_vector]) @ query
-                for pid, cosine in zip(with_vector, cosines.tolist()):
-                    out[pid].similarity = cosine
+            # By the engine, in one exact search over the candidates: read into Python and converted, a
+            # dense vector cost ~23 µs a point, most of this call's time on a question's ~100 new candidates.
+            found = shard.query_batch(QueryBatchRequest([_similarity_request(tenant, ids, similarity_to)]))[0]
+            for p in found:
+                if int(p.id) in out:
+                    out[int(p.id)].similarity = float(p.score)
         return {str(pid): features for pid, features in out.items()}
 
     def _engine_features(self, shard, tenant, ids, similarity_to, match_terms, flags):
@@ -563,8 +561,7 @@ class EdgeVectorIndex:
                                          filter=Filter(must=[*only_these, *_conditions(condition)]),
                                          with_payload=False, params=exact))
         if similarity_to is not None:
-            requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=limit,
-                                         filter=Filter(must=only_these), with_payload=False, params=exact))
+            requests.append(_similarity_request(tenant, ids, similarity_to))
         return hit_features(list(shard.query_batch(QueryBatchRequest(requests))), terms, [name for name, _ in named],
                             similarity_to is not None)
 
@@ -727,6 +724,14 @@ def _condition(key: str, value: Any) -> FieldCondition:
 
 def _conditions(fields: dict[str, Any]) -> list[FieldCondition]:
     return [_condition(key, value) for key, value in fields.items()]
+
+
+def _similarity_request(tenant: str, ids: list[int], query: list[float]) -> QueryRequest:
+    """The cosine of each of the candidates `ids` that pass the gates to `query`: an exact search over them
+    alone, every one of them returned."""
+    only_these = [*governance_filter(tenant).must, HasIdCondition(set(ids))]
+    return QueryRequest(query=Query.Nearest(list(query), using=DENSE), limit=len(set(ids)),
+                        filter=Filter(must=only_these), with_payload=False, params=SearchParams(exact=True))
 
 
 def hit_features(results: list[list[Any]], terms: list[int], flag_names: list[str],
