@@ -12,6 +12,7 @@ import importlib.util
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -124,6 +125,16 @@ def ask(corpus, compiled):
         return (graph or compiled).invoke({"question": question, **payload}, context=ctx)
 
     return _ask
+
+
+def load_script(path: Path, name: str):
+    """A script outside the packages (bench/, examples/), imported as module `name` (registered in sys.modules:
+    its dataclasses look their module up there)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def runtime_for(ctx) -> SimpleNamespace:

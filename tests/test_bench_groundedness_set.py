@@ -6,7 +6,6 @@ The fixtures are written to tmp_path in the real file formats, so nothing here n
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import json
 import os
 import random
@@ -16,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "make_groundedness_set.py"
 ID = re.compile(r"(mh|fq)-[0-9a-f]{8}")
@@ -26,11 +26,7 @@ WORDS = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:[-'’][^\W\d_]+)*")
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("make_groundedness_set", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_groundedness_set"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "make_groundedness_set")
 
 
 # --- fixtures in the real formats -------------------------------------------------------------------------------

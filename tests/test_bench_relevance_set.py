@@ -3,13 +3,12 @@ of tests/test_bench_groundedness_set.py, written to tmp_path in the real file fo
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 from test_bench_groundedness_set import FAQUAD, QUERIES, write_datasets
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "make_relevance_set.py"
@@ -18,11 +17,7 @@ CITED = re.compile(r"(.+?)\s?\[([^\[\]]+)\]\.?(?:\s+|$)")
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("make_relevance_set", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["make_relevance_set"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "make_relevance_set")
 
 
 @pytest.fixture(scope="module")

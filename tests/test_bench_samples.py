@@ -3,22 +3,17 @@ answer right, wrong, absent or undecidable by them."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "samples.py"
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_samples", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_samples"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "bench_samples")
 
 
 def test_every_numbered_row_is_read_with_what_it_expects(bench):
