@@ -200,14 +200,9 @@ def _right_or_absent_questions() -> list[tuple[str, str]]:
 
 
 RIGHT_OR_ABSENT = _right_or_absent_questions()
-# Known wrong today, kept visible: the reader confirms the count at the end of the quarter ("412 mil") for the
-# count at the end of June, which the same sentence gives in brackets.
-KNOWN_WRONG = {"Quantos seguidores a Acme tinha no TikTok ao fim de junho de 2025?"}
 
 
-@pytest.mark.parametrize(("question", "right"), [
-    pytest.param(q, r, marks=pytest.mark.xfail(strict=True, reason="the reader confirms the other value"))
-    if q in KNOWN_WRONG else (q, r) for q, r in RIGHT_OR_ABSENT])
+@pytest.mark.parametrize(("question", "right"), RIGHT_OR_ABSENT)
 def test_a_sample_direct_answer_is_right_or_absent(ask, question, right):
     from graph.algorithms.text import fold
 

@@ -69,6 +69,19 @@ def _answer(policy, question, language, sentences, titles=None):
                          number_words=policy.languages.number_words.get(language, {}), direct=cfg)
 
 
+def test_a_value_is_the_month_the_question_names(policy):
+    # The count written before the thing counted is the quarter's; the month the question names has its own.
+    sentence = ("O perfil @acmemoda no TikTok terminou o 3º trimestre de 2025 com 412 mil seguidores, alta de 31% em "
+                "relação ao fim de junho (315 mil).")
+    june = "Quantos seguidores a Acme tinha no TikTok ao fim de junho de 2025?"
+    assert _answer(policy, june, "pt", [("s", sentence)]).text == "315 mil"
+    assert _answer(policy, "Quantos seguidores a Acme tinha no TikTok ao fim do 3º trimestre de 2025?", "pt",
+                   [("s", sentence)]).text == "412 mil"
+    # A percentage does not compete with a count, however near the month it is.
+    share = "O perfil terminou setembro com 412 mil seguidores; a campanha de junho (12%) rendeu menos."
+    assert _answer(policy, "Quantos seguidores o perfil tinha em junho?", "pt", [("s", share)]).text == "412 mil"
+
+
 def test_the_sentence_about_what_is_asked_is_read_first_by_the_policys_weight(policy, write_policy):
     """A how-much question's value comes first from a sentence holding what it asks about ("cresceram"): its
     score counts `compose.direct.focus_weight` times (1.5); at 1 an equally scored sentence before it wins."""
