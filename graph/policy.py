@@ -421,6 +421,9 @@ class DirectAnswerSettings:
     contained_name_share: float = field(default=0.5, metadata=_SHARE)
     # A name is given only when one of this many best sentences (scoring point_floor of the best) holds it.
     name_holders: int = field(default=3, metadata=_POSITIVE)
+    # A value within this many characters of the month the question names, and nearer it than the value found,
+    # is that month's and is given instead ("ao fim de junho (315 mil)"); 0: never.
+    month_reach: int = field(default=20, metadata=_between(0, 200))
 
 
 @dataclass(frozen=True)

@@ -69,12 +69,14 @@ def _answer(policy, question, language, sentences, titles=None):
                          number_words=policy.languages.number_words.get(language, {}), direct=cfg)
 
 
-def test_a_value_is_the_month_the_question_names(policy):
+def test_a_value_is_the_month_the_question_names(policy, write_policy):
     # The count written before the thing counted is the quarter's; the month the question names has its own.
     sentence = ("O perfil @acmemoda no TikTok terminou o 3º trimestre de 2025 com 412 mil seguidores, alta de 31% em "
                 "relação ao fim de junho (315 mil).")
     june = "Quantos seguidores a Acme tinha no TikTok ao fim de junho de 2025?"
     assert _answer(policy, june, "pt", [("s", sentence)]).text == "315 mil"
+    off = load_policy(write_policy(lambda r: r["compose"]["direct"].__setitem__("month_reach", 0)))
+    assert _answer(off, june, "pt", [("s", sentence)]).text == "412 mil"  # compose.direct.month_reach 0: off
     assert _answer(policy, "Quantos seguidores a Acme tinha no TikTok ao fim do 3º trimestre de 2025?", "pt",
                    [("s", sentence)]).text == "412 mil"
     # A percentage does not compete with a count, however near the month it is.

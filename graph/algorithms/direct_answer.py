@@ -876,17 +876,14 @@ def side_value(side: str, candidates: Sequence[Candidate], question: QuestionWor
                               candidates, question, floor, depth)
 
 
-# How near a value must be to the month the question names to be that month's ("fim de junho (315 mil)").
-_MONTH_REACH = 20
-
-
-def _of_the_asked_month(found: DirectAnswer, question: QuestionWords,
-                        months: Mapping[str, Sequence[str]]) -> DirectAnswer:
+def _of_the_asked_month(found: DirectAnswer, question: QuestionWords, months: Mapping[str, Sequence[str]],
+                        reach_chars: int) -> DirectAnswer:
     """The value its sentence ties to the month the question names, when that is another than the one found:
     "O perfil … terminou o 3º trimestre de 2025 com 412 mil seguidores, alta de 31% em relação ao fim de junho
     (315 mil)" for "Quantos seguidores … ao fim de junho de 2025?" is 315 mil, though "412 mil seguidores" is the
     count written before the thing counted. A value is the month's when it is the nearest of its kind to the
-    month's name, on either side, within `_MONTH_REACH` characters, and nearer than the one found; a value of
+    month's name, on either side, within `reach_chars` characters (`compose.direct.month_reach`), and nearer than
+    the one found; a value of
     another kind (a percentage for a count) does not compete. Answers of several parts are left as found."""
     names = {fold(name) for names_of_language in months.values() for name in names_of_language}
     asked = {w for w in _WORDS.findall(fold(question.text)) if w in names}
@@ -906,7 +903,7 @@ def _of_the_asked_month(found: DirectAnswer, question: QuestionWords,
 
     kin = [sp for sp in spans if sentence[sp[0]:sp[1]].rstrip().endswith("%") == percent]
     nearest = min(kin, key=reach)
-    if nearest == chosen or reach(nearest) > _MONTH_REACH or reach(nearest) >= reach(chosen):
+    if nearest == chosen or reach(nearest) > reach_chars or reach(nearest) >= reach(chosen):
         return found
     return DirectAnswer(_value_phrase(sentence, *nearest, question), found.doc_ids, found.method, sentence)
 
@@ -931,14 +928,14 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     `number_words`: the
     language's numbers written as words, read as counts ("três segundos"); `direct`: the policy's
     `compose.direct`, whose `focus_weight`, `focus_clause_weight`, `focus_phrase_weight`,
-    `contained_name_share` and `name_holders` are read here (None: their defaults)."""
+    `contained_name_share`, `name_holders` and `month_reach` are read here (None: their defaults)."""
     direct = direct or DirectAnswerSettings()
     if form.kind == "how_much":
         found = _from_spans(candidates, lambda text: _amounts(text, months), "value", question, floor, depth,
                             _focus_noun(form, question), form.wants_share, own_language_margin,
                             AskedMeasure.of(form, question, synonyms), form.wants_count, form.wants_amount,
                             {fold(w): v for w, v in (number_words or {}).items()}, focus_weight=direct.focus_weight)
-        return _of_the_asked_month(found, question, months) if found else None
+        return _of_the_asked_month(found, question, months, direct.month_reach) if found else None
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question), own_language_margin=own_language_margin,
