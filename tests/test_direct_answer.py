@@ -852,6 +852,15 @@ def test_what_a_court_decided_is_read_through_the_synonyms_of_decide(ask):
     assert "Martinez v. Globex Electronics Inc." in state["answer"], state["answer"]
 
 
+def test_what_a_document_is_is_answered_by_what_it_says(ask):
+    # Every word of the question is in the returns policy's title; the court case's sentences hold "policy" and
+    # "returned" too, and opened the answer before.
+    state = ask("What is the return policy?", tenant="globex")
+    first = state["answer"].splitlines()[0]
+    assert first.startswith("- Standard return window: 30 days") and "[globex-ops-returns-policy-2026]" in first, \
+        state["answer"]
+
+
 def test_one_value_of_the_asked_kind_in_a_sentence_of_another_language_is_the_answer(ask):
     # The English question's best sentence is Portuguese: words cannot say which of its values is meant, but
     # only one of them is an amount (the others are the channels' shares).

@@ -138,7 +138,14 @@ def choose_points(question: str, parts: list[str], language: str, chunks: list[C
     units = policy.languages.period_units
     listed: dict[int, int] = {}  # a listed point's part (by the candidate's id)
     lead_in: dict[int, str] = {}  # the heading a list's first point is quoted with
-    if form.kind == "open" and len(titles[chunks[0]["docId"]]) >= cfg.direct.document_share * len(words):
+    # A question of what a document is, every word of it in the document's title ("What is the return policy?"
+    # beside "Globex Electronics returns policy — 2026 edition"), asks what it says too, when it wants no name and
+    # no value was found. (Not one the title holds only part of: "Quais disciplinas não são aproveitáveis …?" asks
+    # for the sentence that lists them, not for the regulation's first sentences.)
+    held_by_title = len(titles[chunks[0]["docId"]])
+    about_document = ((form.kind == "open" and held_by_title >= cfg.direct.document_share * len(words))
+                      or (form.kind == "which" and not form.wants_name and found is None and held_by_title == len(words)))
+    if about_document:
         picked = document_points(candidates, chunks[0], max_points, cfg.max_answer_chars, words)
     elif relevance is not None and not by_meaning and measure_elsewhere(candidates, words, form, synonyms):
         # Nothing in the question's language speaks of the measure asked ("a taxa de devolução online" beside
