@@ -23,7 +23,7 @@ from graph.indexing.ingest import (
 )
 from graph.output import SNIPPET_CHARS
 from graph.policy import load_policy
-from graph.providers.resources import get_resources
+from graph.providers.resources import embeddings_named, get_resources
 from graph.providers.vectorstore import open_index
 
 
@@ -539,3 +539,29 @@ def test_cli_ingest_refuses_every_path_when_one_is_missing(tmp_path, home, capsy
     assert rc == 2
     assert f"{tmp_path / 'typo.jsonl'}: no such file or folder" in capsys.readouterr().err
     assert not served_doc_ids(Context(home=str(home), tenant=tenant), "texto", tenant)
+
+
+def test_an_ingest_that_leaves_a_large_collection_builds_its_search_index(tmp_path, monkeypatch, capsys):
+    # The embedded engine searches what was written point by point until its index is built (`optimize`): 14.6 ms
+    # a search at 50,000 chunks, 3.0 ms built. ragate builds it once a collection holds SEARCH_INDEX_MIN_POINTS.
+    import graph.providers.vectorstore as vectorstore
+
+    f = tmp_path / "docs.jsonl"
+    f.write_text("".join(doc_line(f"d{i}", f"winter sales report number {i}") + "\n" for i in range(6)), encoding="utf-8")
+    home = tmp_path / "home"
+    small = ingest_path(f, collection="big", tenant="acme", context=Context(home=str(home), tenant="acme"))
+    assert small.documents_written == 6 and small.index_build_s is None  # below the size: no build
+    monkeypatch.setattr(vectorstore, "SEARCH_INDEX_MIN_POINTS", 5)
+    f.write_text("".join(doc_line(f"d{i}", f"winter sales report number {i}, revised") + "\n" for i in range(6)), encoding="utf-8")
+    rc = main(["ingest", str(f), "--tenant", "acme", "--collection", "big", "--home", str(home), "--quiet"])
+    out = capsys.readouterr().out
+    assert rc == 0 and "s building the search index" in out, out
+    ctx = Context(home=str(home), tenant="acme", collections=["big"])
+    query = embeddings_named(ctx, small.embedding_model).embed_query("winter sales report")
+    sparse = get_analyzer(load_policy()).query_vector("winter sales report", "en")
+    dense, lexical = get_resources(ctx).index.search("big", dense=query, sparse=sparse, tenant="acme", filters=None,
+                                                     limit=10)
+    assert len(dense) == 6 and lexical  # searched as before, now through the index
+    # Nothing new written: nothing built.
+    again = ingest_path(f, collection="big", tenant="acme", context=Context(home=str(home), tenant="acme"))
+    assert again.documents_unchanged == 6 and again.index_build_s is None

@@ -151,7 +151,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
     print(f"{report.collection}/{report.tenant}: {report.documents_seen} documents read, {report.documents_written} written "
           f"({report.chunks_written} chunks), {report.documents_unchanged} unchanged, {len(report.errors)} rejected "
-          f"in {elapsed:.1f} s")
+          f"in {elapsed:.1f} s" + (f", of which {report.index_build_s:.1f} s building the search index"
+                                   if report.index_build_s is not None else ""))
     if report.errors and not (report.documents_written or report.documents_unchanged):
         return 2  # nothing could be ingested
     return 1 if report.errors else 0

@@ -97,6 +97,7 @@ class IngestReport:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     embedding_model: str | None = None  # the collection's (chosen at its first ingest, recorded in its manifest)
+    index_build_s: float | None = None  # seconds the search index took to build after the write (large collections)
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -719,6 +720,11 @@ def ingest_path(path: str | Path | Sequence[str | Path], *, collection: str, ten
         write_pending()
     if report.documents_written:
         flush(None, every_s=0)
+        try:
+            report.index_build_s = res.index.build_search_index(collection)
+        except Exception as exc:  # written and durable: only searches stay slower, and the report says why
+            report.warnings.append(f"the search index of '{collection}' was not built ({type(exc).__name__}: "
+                                   f"{str(exc)[:200]}); searches scan every chunk until the next ingest builds it")
     if bar:
         bar.close()
     return report

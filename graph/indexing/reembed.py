@@ -98,6 +98,7 @@ def reembed_collection(collection: str, *, context: Context | None = None, progr
     if bar:
         bar.close()
     index.flush()
+    index.build_search_index(staging)
     index.replace_collection(collection, staging)
     report.chunks, report.documents = len(chunks), len(documents)
     report.seconds = round(time.perf_counter() - started, 2)
