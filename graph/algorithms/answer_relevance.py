@@ -52,6 +52,7 @@ from graph.algorithms.text import (
     find_dates,
     fold,
     get_analyzer,
+    month_names,
     split_sentences,
     strip_citations,
     with_synonyms,
@@ -235,8 +236,8 @@ def _opens_with_answer(kind: str, answer: str, question: str, language: str, pol
                 or bool(spelled_numbers(opening, {fold(w): v for w, v in numbers.items()}, policy.languages.shared)))
     if kind == "when":
         return bool(YEAR.search(opening) or find_dates(opening, policy.languages.months, {}, policy.languages.shared)
-                    or any(re.search(rf"(?<!\w){re.escape(fold(m))}(?!\w)", folded)
-                           for names in policy.languages.months.values() for m in names))
+                    or any(re.search(rf"(?<!\w){re.escape(m)}(?!\w)", folded)
+                           for m in month_names(policy.languages.months)))
     if kind == "who":
         asked = fold(question)
         return any(fold(name) not in asked for name in extract_names(opening, policy.languages.shared))

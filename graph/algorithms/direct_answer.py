@@ -43,6 +43,7 @@ from graph.algorithms.text import (
     fold,
     has_any_phrase,
     holds_words,
+    month_names,
     ring_mates,
     shared_words,
     value_spans,
@@ -405,7 +406,7 @@ def _day_month(month_names: frozenset[str], connectors: tuple[str, ...]) -> re.P
 
 def _days_and_months(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tuple[int, int]]:
     """A day and a month written without the year ("on 27 April", "em 27 de abril")."""
-    pattern = _day_month(frozenset(fold(m) for names in months.values() for m in names), shared_words().date_connectors)
+    pattern = _day_month(month_names(months), shared_words().date_connectors)
     return [(m.start(), m.end()) for m in pattern.finditer(fold(sentence))]
 
 
@@ -424,11 +425,11 @@ def _date_spans(sentence: str, months: Mapping[str, Sequence[str]]) -> list[tupl
     days = _days_and_months(sentence, months)
     if days:
         return days
-    month_names = {fold(m) for names in months.values() for m in names}
+    names = month_names(months)
     out = []
     for m in YEAR.finditer(sentence):
         before = fold(sentence[max(0, m.start() - 12):m.start()]).split()
-        start = m.start() - len(before[-1]) - 1 if before and before[-1].strip(",.") in month_names else m.start()
+        start = m.start() - len(before[-1]) - 1 if before and before[-1].strip(",.") in names else m.start()
         out.append((max(0, start), m.end()))
     return out
 
@@ -883,9 +884,9 @@ def _of_the_asked_month(found: DirectAnswer, question: QuestionWords, months: Ma
     (315 mil)" for "Quantos seguidores … ao fim de junho de 2025?" is 315 mil, though "412 mil seguidores" is the
     count written before the thing counted. A value is the month's when it is the nearest of its kind to the
     month's name, on either side, within `reach_chars` characters (`compose.direct.month_reach`), and nearer than
-    the one found; a value of
-    another kind (a percentage for a count) does not compete. Answers of several parts are left as found."""
-    names = {fold(name) for names_of_language in months.values() for name in names_of_language}
+    the one found; a value of another kind (a percentage for a count) does not compete. Answers of several parts
+    are left as found."""
+    names = month_names(months)
     asked = {w for w in _WORDS.findall(fold(question.text)) if w in names}
     sentence = found.sentence
     mentions = [(m.start(), m.end()) for m in _WORDS.finditer(sentence) if fold(m.group(0)) in asked]

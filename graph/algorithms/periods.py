@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from graph.algorithms.direct_answer import Candidate, QuestionWords
-from graph.algorithms.text import YEAR, fold
+from graph.algorithms.text import YEAR, fold, month_names
 
 
 def off_period(sentence: str, question: str, title: str = "",
@@ -53,6 +53,5 @@ def period_words(words: QuestionWords, policy) -> frozenset[int]:
     """The question words that only say when: numbers ("2026", "Q1"), months and the policy's time words
     ("trimestre", "quarter"), as indexes into `words`."""
     cues = policy.languages.question_cues.get(words.language)
-    timely = {fold(w) for names in policy.languages.months.values() for w in names}
-    timely |= {fold(w) for w in (cues.time_words if cues else ())}
+    timely = month_names(policy.languages.months) | {fold(w) for w in (cues.time_words if cues else ())}
     return frozenset(i for i, (w, _) in enumerate(words.words) if any(ch.isdigit() for ch in w) or fold(w) in timely)

@@ -36,9 +36,15 @@ def tokens_f1(said: Sequence[str], meant: Sequence[str]) -> float:
     precision, recall = common / len(said), common / len(meant)
     return 2 * precision * recall / (precision + recall)
 
+
 def fold(text: str) -> str:
     """Lower-case and NFC-normalise. Accents are kept on purpose: "é" (is) is not "e" (and)."""
     return unicodedata.normalize("NFC", text).casefold()
+
+
+def month_names(months: Mapping[str, Sequence[str]]) -> frozenset[str]:
+    """Every language's month names (`languages.months`), folded as the words they are compared with are."""
+    return frozenset(fold(m) for names in months.values() for m in names)
 
 
 @functools.lru_cache(maxsize=4096)
