@@ -79,8 +79,10 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
     # A question reranked again in this request (bridge) reads from the engine only what is new.
     features_read = request_reads(state.get("request_id"), "features")
     payloads_read = request_reads(state.get("request_id"), "payloads")
-    scored_by_engine = engine_features(fused, ctx, index, policy, rag, state["question"], question_terms, errors,
-                                       features_read)
+    # The boosts' conditions are answered by the engine with the other features; they multiply after the blend.
+    boosts = policy.boosts(ctx.current_year, rag.get("preferred_filters")) if ctx.boosts else {}
+    scored_by_engine = engine_features(fused, ctx, index, policy, rag, state["question"], question_terms, boosts,
+                                       errors, features_read)
     scored = base_scores(question_terms, fused, cfg, settings_of, length_share)
     if ctx.rerank and scored_by_engine:
         parts = [set(analyzer.terms(part, language)) for part in state.get("sub_queries") or [state["question"]]]
@@ -98,7 +100,6 @@ def rerank(state: State, runtime: Runtime[Context]) -> dict:
         for c in scored:
             c["scores"]["rerank_base"] = c["scores"]["fused_relevance"]
         scored.sort(key=lambda c: (-c["scores"]["rerank_base"], c["id"]))
-    boosts = policy.boosts(ctx.current_year, rag.get("preferred_filters")) if ctx.boosts else {}
     ranked = apply_boosts(scored, boosts)
     if ctx.rerank:
         ranked, provider_errors = relevance_rerank(ctx, policy, rag, state["question"], question_terms, ranked, boosts,

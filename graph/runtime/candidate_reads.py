@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from graph.algorithms.text import is_number
 from graph.context import Context
 from graph.output import failure_reason
@@ -25,9 +27,11 @@ def model_settings(index: VectorIndex, collections: list[str], cfg: RerankSettin
 
 
 def engine_features(chunks: list[Chunk], ctx: Context, index: VectorIndex, policy, rag: dict, question: str,
-                    question_terms: set[int], problems: list[str], known: dict | None = None) -> bool:
+                    question_terms: set[int], boosts: Mapping[str, tuple[float, dict]], problems: list[str],
+                    known: dict | None = None) -> bool:
     """Give each candidate `similarity` (cosine to the whole question), `matchedTerms` (the question's
-    terms it holds) and `flags` (the boosts and OTHER_LANGUAGE_FLAG whose conditions it meets), asked
+    terms it holds) and `flags` (the `boosts` — rerank's, `Policy.boosts` — and OTHER_LANGUAGE_FLAG whose
+    conditions it meets), asked
     of the engine once per collection for every branch's candidates together. The question's vector is
     the one retrieve embedded (never a second model call: a model that failed there is not waited on
     again); without it there is no similarity and no flag. Whether the engine answered for every
@@ -36,8 +40,7 @@ def engine_features(chunks: list[Chunk], ctx: Context, index: VectorIndex, polic
     point id): those candidates are not asked again, and the new answers are added."""
     known = {} if known is None else known
     language = rag.get("language", "en")
-    boost_flags = ({n: c for n, (_, c) in policy.boosts(ctx.current_year, rag.get("preferred_filters")).items()}
-                   if ctx.boosts else {})
+    boost_flags = {name: condition for name, (_, condition) in boosts.items()}
     other_languages = [lang for lang in policy.languages.markers if lang != language]
     by_collection: dict[str, list[Chunk]] = {}
     for chunk in chunks:
