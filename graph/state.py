@@ -85,7 +85,6 @@ class SearchResult(TypedDict):
     kind: Literal["sub_query", "performance", "scoped", "bridge"]  # "bridge": a part searched with bridge_name
     dense: list[Chunk]
     lexical: list[Chunk]
-    intent: NotRequired[str]  # the intent whose filters this part was searched under, when not the question's
     error: NotRequired[str]
 
 

@@ -3,10 +3,10 @@
 Each branch asks the vector engine for two ranked lists, dense and lexical (BM25), with the
 governance gates evaluated inside the engine: the caller's tenant, approved for AI, status
 ready/approved, plus the filters of an intent the caller named (an inferred intent's only rank, in
-rerank); a part of a split question over a collection in its own language gets the lexical list only (`retrieval.part_vectors`). A "performance" branch searches the
-tenant's performance chunks (whose `performance_snapshot` was rendered into their text at ingest). A
-"bridge" branch is a part searched again with the name its question's best chunks give (nodes/bridge.py,
-`fan_out_bridge`).
+rerank); a part of a split question over a collection in its own language gets the lexical list only
+(`retrieval.part_vectors`). A "performance" branch searches the tenant's performance chunks (whose
+`performance_snapshot` was rendered into their text at ingest). A "bridge" branch is a part searched
+again with the name its question's best chunks give (nodes/bridge.py, `fan_out_bridge`).
 
 Hits are light: point ids and scores. What rerank scores the candidates by (their similarity to the
 whole question, which of its terms they hold) it asks the engine once for all branches' candidates;

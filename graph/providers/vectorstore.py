@@ -239,7 +239,7 @@ class VectorIndex(Protocol):
 
     def count(self, collection: str) -> int: ...
 
-    def build_search_index(self, collection: str, min_points: int | None = None) -> float | None:
+    def build_search_index(self, collection: str) -> float | None:
         """Index the collection for search when its engine does not do so on its own; the seconds it took."""
 
     def manifest(self, collection: str) -> dict[str, Any] | None:
@@ -497,13 +497,13 @@ class EdgeVectorIndex:
         if shard:
             shard.optimize()
 
-    def build_search_index(self, collection: str, min_points: int | None = None) -> float | None:
-        """Build the collection's search index (HNSW) once it holds `min_points` (SEARCH_INDEX_MIN_POINTS) or
-        more; the seconds it took, or None below that. The engine keeps what is written in a segment it
-        searches point by point: measured with 384-d vectors on 2 cores, a search took 2.3 ms at 10,000
-        chunks (1.2 ms indexed, a 2.9 s build) and 14.6 ms at 50,000 (3.0 ms indexed, a 23 s build). Built
-        again after a small write, it takes no time: only what changed is indexed."""
-        if self.count(collection) < (SEARCH_INDEX_MIN_POINTS if min_points is None else min_points):
+    def build_search_index(self, collection: str) -> float | None:
+        """Build the collection's search index (HNSW) once it holds SEARCH_INDEX_MIN_POINTS or more; the seconds
+        it took, or None below that. The engine keeps what is written in a segment it searches point by point:
+        measured with 384-d vectors on 2 cores, a search took 2.3 ms at 10,000 chunks (1.2 ms indexed, a 2.9 s
+        build) and 14.6 ms at 50,000 (3.0 ms indexed, a 23 s build). Built again after a small write, it takes
+        no time: only what changed is indexed."""
+        if self.count(collection) < SEARCH_INDEX_MIN_POINTS:
             return None
         started = time.perf_counter()
         self.optimize(collection)

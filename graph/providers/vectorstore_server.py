@@ -278,7 +278,7 @@ class QdrantServerIndex:
     def flush(self) -> None:
         """Writes are acknowledged by the server (`wait=True`): nothing to flush."""
 
-    def build_search_index(self, collection: str, min_points: int | None = None) -> float | None:
+    def build_search_index(self, collection: str) -> float | None:
         """A Qdrant server indexes what it is written on its own (its optimizer's `indexing_threshold`)."""
         return None
 
