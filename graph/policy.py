@@ -575,6 +575,9 @@ class QuestionCues:
     who: tuple[str, ...] = ()             # a person or organisation: "who", "quem"
     which: tuple[str, ...] = ()           # an entity of a named kind: "which", "qual"
     yes_no: tuple[str, ...] = ()          # auxiliaries that open a yes/no question: "does", "é verdade que"
+    # A question with no cue at all and a question mark asks yes or no: Portuguese asks "A campanha segue ativa?"
+    # in the order of a statement.
+    bare_yes_no: bool = False
     open: tuple[str, ...] = ()            # an explanation or description: "how", "why", "o que"
     compare: tuple[str, ...] = ()         # anywhere: the question sets two things side by side
     # A question asking how to do something ("how to lower the CPC", "como otimizar o CPC"): its cues, and the
@@ -650,6 +653,10 @@ class SharedWords:
     abbreviations: frozenset[str] = frozenset()      # "Dr.", "e.g.": a dot that ends no sentence (folded)
     date_connectors: tuple[str, ...] = ()            # "18 de outubro de 2023": between day, month and year
     range_connectors: tuple[str, ...] = ()           # "24 to 30 November", "de 24 a 30 de novembro"
+    change_connectors: tuple[str, ...] = ()          # "fell from 16 to 8", "caiu de 16 para 8": between two values
+    # A state and its opposite, by sense: each word with its sense and side ("below": attainment, 1).
+    opposites: tuple[tuple[str, str, int], ...] = ()
+    conditionals: tuple[str, ...] = ()               # "if", "caso": what follows, to the clause's end, is supposed
     percent_words: tuple[str, ...] = ()              # "dez por cento": a percent sign written out
     number_joiners: tuple[str, ...] = ()             # "vinte e cinco": between the words of one number
     name_joiners: NameJoiners = NameJoiners()
@@ -682,6 +689,11 @@ class Languages:
     abbreviations: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     date_connectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     range_connectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    change_connectors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Words of a state and of its opposite, by sense, each sense two lists: "attainment": [[met, reached, …],
+    # [below, missed, …]] (graph/algorithms/opposites.py reads yes or no with them).
+    opposites: Mapping[str, Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]]] = field(default_factory=dict)
+    conditionals: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     percent_words: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     number_joiners: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     name_joiners: Mapping[str, NameJoiners] = field(default_factory=dict)
@@ -711,6 +723,11 @@ class Languages:
             scale_words=tuple(scales.items()),
             abbreviations=frozenset(a.casefold() for a in union(self.abbreviations)),
             date_connectors=union(self.date_connectors), range_connectors=union(self.range_connectors),
+            change_connectors=union(self.change_connectors),
+            opposites=tuple(dict.fromkeys((word, sense, side) for senses in self.opposites.values()
+                                          for sense, sides in senses.items()
+                                          for side, words in enumerate(sides) for word in words)),
+            conditionals=union(self.conditionals),
             percent_words=union(self.percent_words), number_joiners=union(self.number_joiners),
             name_joiners=NameJoiners(*(tuple(dict.fromkeys(w for j in joiners for w in getattr(j, f.name)))
                                        for f in dataclasses.fields(NameJoiners))))
@@ -745,6 +762,12 @@ class LanguagePack:
     abbreviations: tuple[str, ...] = ()
     date_connectors: tuple[str, ...] = ()
     range_connectors: tuple[str, ...] = ()
+    change_connectors: tuple[str, ...] = ()
+    opposites: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = field(
+        default_factory=dict, metadata=rule(lambda v: all(isinstance(sides, (list, tuple)) and len(sides) == 2
+                                                          for sides in v.values()),
+                                            "a mapping of senses to two word lists (a state, its opposite)"))
+    conditionals: tuple[str, ...] = ()
     percent_words: tuple[str, ...] = ()
     name_joiners: NameJoiners | None = None
     question_cues: QuestionCues | None = None
@@ -763,6 +786,8 @@ _PACK_KINDS = {"markers": "markers", "analyzer": "analyzers", "name": "names", "
                "negations": "negations", "light_verbs": "light_verbs", "number_words": "number_words",
                "scale_words": "scale_words", "number_joiners": "number_joiners", "abbreviations": "abbreviations",
                "date_connectors": "date_connectors", "range_connectors": "range_connectors",
+               "change_connectors": "change_connectors", "opposites": "opposites",
+               "conditionals": "conditionals",
                "percent_words": "percent_words", "name_joiners": "name_joiners", "question_cues": "question_cues",
                "source_cues": "source_cues", "phrases": "phrases"}
 

@@ -61,16 +61,32 @@ SENTENCE = "The campaign was paused because it stayed below the minimum ROAS of 
 @pytest.mark.parametrize(("said", "yes", "no", "outcome"), [
     ("yes", 0.9, 0.05, CONFIRMED),
     ("yes", 0.2, 0.75, CONTRADICTED),
-    ("yes", 0.66, 0.31, UNSURE),      # what the shipped reader reads for the ROAS question: not sure enough (0.7)
+    ("yes", 0.66, 0.31, UNSURE),
     ("no", 0.1, 0.85, CONFIRMED),
 ])
 def test_a_yes_no_answer_is_given_only_when_the_reader_reads_the_same(said, yes, no, outcome):
+    # The question names no state (met, below, active, …): the reader's yes/no head reads it.
+    question = "Did the campaign move its budget to TikTok?"
     reader = ScriptedReader(yes=yes, no=no)
-    check = check_direct_answer(reader, "Did the campaign meet the minimum ROAS?", said.capitalize(), said,
-                                [SENTENCE], SETTINGS)
+    check = check_direct_answer(reader, question, said.capitalize(), said, [SENTENCE], SETTINGS)
     assert check.outcome == outcome and check.shown == (outcome == CONFIRMED)  # confirm_yes_no
-    assert reader.asked == [("Did the campaign meet the minimum ROAS?", [SENTENCE])]
+    assert reader.asked == [(question, [SENTENCE])]
     assert said in check.reason or ("yes" if said == "no" else "no") in check.reason
+
+
+@pytest.mark.parametrize(("question", "said", "outcome"), [
+    ("Did the campaign meet the minimum ROAS?", "no", CONFIRMED),
+    ("Did the campaign meet the minimum ROAS?", "yes", CONTRADICTED),
+    ("Did the campaign stay below the minimum ROAS?", "yes", CONFIRMED),
+    ("A campanha atingiu o ROAS mínimo?", "não", CONFIRMED),  # a question in Portuguese, its sentence in English
+])
+def test_a_state_and_its_opposite_decide_without_the_yes_no_head(question, said, outcome):
+    """The shipped head reads the first question as yes (0.88) against SENTENCE: where the words of a state and its
+    opposite decide, it is not asked."""
+    reader = ScriptedReader(yes=0.88, no=0.05)
+    method = {"não": "no"}.get(said, said)
+    check = check_direct_answer(reader, question, said.capitalize(), method, [SENTENCE], SETTINGS)
+    assert check.outcome == outcome and reader.asked == []
 
 
 @pytest.mark.parametrize(("direct", "span", "score", "outcome"), [
@@ -86,6 +102,23 @@ def test_a_value_is_given_only_when_the_readers_span_says_it(direct, span, score
     reader = ScriptedReader(span=span, span_score=score)
     check = check_direct_answer(reader, "What was the average refund time?", direct, "value",
                                 ["The average refund time fell from 16 to 8 business days."], SETTINGS)
+    assert check.outcome == outcome, check
+
+
+RELATIONS = {"before": ("before", "antes de"), "after": ("after", "depois de")}
+
+
+@pytest.mark.parametrize(("question", "direct", "outcome"), [
+    ("What was the average refund time before the process changes?", "16", CONFIRMED),
+    ("What was the average refund time before the process changes?", "8", CONTRADICTED),
+    ("What was the average refund time after the process changes?", "16", CONTRADICTED),
+    ("What was the average refund time after the process changes?", "8 business days", CONFIRMED),
+])
+def test_the_end_of_a_change_the_question_asks_for_is_confirmed(question, direct, outcome):
+    reader = ScriptedReader(span="16 to 8 business days", span_score=-0.4)
+    check = check_direct_answer(reader, question, direct, "value",
+                                ["The average refund time fell from 16 to 8 business days."], SETTINGS,
+                                relations=RELATIONS)
     assert check.outcome == outcome, check
 
 
@@ -200,6 +233,18 @@ def _right_or_absent_questions() -> list[tuple[str, str]]:
 
 
 RIGHT_OR_ABSENT = _right_or_absent_questions()
+
+# Answered since issue 44's state words, change ends and year tie; Y3 (its sentence in English, the question in
+# Portuguese, too few shared words) is still left without one.
+ANSWERED = {"Y1": "No", "Y2": "Yes", "Y4": "Sim", "Y5": "8 business days", "Y6": "16 business days", "Y7": "11.2%"}
+
+
+@pytest.mark.parametrize("sid", sorted(ANSWERED))
+def test_a_sample_yes_no_or_change_question_gets_its_right_direct_answer(ask, sid):
+    question = RIGHT_OR_ABSENT[int(sid[1:]) - 1][0]
+    state = ask(question)
+    assert state["direct_answer"] == ANSWERED[sid], state["answer"]
+    assert state["verdict"]["final_decision"] == "OK", state["verdict"]
 
 
 @pytest.mark.parametrize(("question", "right"), RIGHT_OR_ABSENT)

@@ -36,6 +36,9 @@ def policy():
      "yes_no"),
     ("What does the 2026 winter campaign playbook recommend?", "en", "open"),
     ("O que diz o playbook?", "pt", "open"),
+    ("A campanha do TikTok segue ativa?", "pt", "yes_no"),   # Portuguese asks yes or no without a cue (bare_yes_no)
+    ("Campanha do TikTok", "pt", "open"),                    # no question mark: a search, not a question
+    ("The TikTok campaign is still active?", "en", "open"),  # English asks with an auxiliary
 ])
 def test_question_form_by_policy_cues(policy, question, language, kind):
     assert question_form(question, language, policy.languages.question_cues).kind == kind
@@ -66,7 +69,86 @@ def _answer(policy, question, language, sentences, titles=None):
                          negations=policy.languages.negations[language], floor=cfg.sentence_floor, depth=cfg.depth,
                          part_floor=cfg.part_floor, synonyms=policy.languages.question_cues[language].synonyms,
                          name_margin=cfg.name_margin, titles=titles, on_topic=cfg.point_floor,
-                         number_words=policy.languages.number_words.get(language, {}), direct=cfg)
+                         number_words=policy.languages.number_words.get(language, {}),
+                         relations=policy.retrieval.date_relations, direct=cfg)
+
+
+def test_a_value_is_the_year_the_question_names(policy):
+    """Each value belongs to the year written nearest it; the asked year's replaces the one the words matched."""
+    sentence = "Acme Moda's online return rate was 9.8% of orders in 2025, down from 11.2% in 2024."
+    assert _answer(policy, "What was the online return rate in 2024?", "en", [("s", sentence)]).text == "11.2%"
+    assert _answer(policy, "What was the online return rate in 2025?", "en", [("s", sentence)]).text == "9.8%"
+    # One year only, or two values of the asked year: nothing to choose by the year.
+    one = "The online return rate was 9.8% in 2025 and 3.1% in stores."
+    assert _answer(policy, "What was the online return rate in 2025?", "en", [("s", one)]).text == "9.8%"
+    pt = "A receita foi de R$ 93,5 milhões no 1º trimestre de 2026, alta de 11,1% sobre R$ 84,2 milhões no de 2025."
+    assert _answer(policy, "Qual foi a receita do 1º trimestre de 2025?", "pt", [("s", pt)]).text == "R$ 84,2 milhões"
+    assert _answer(policy, "Qual foi a receita do 1º trimestre de 2026?", "pt", [("s", pt)]).text == "R$ 93,5 milhões"
+
+
+@pytest.mark.parametrize(("question", "language", "sentence", "right"), [
+    ("What was the average refund time after the process changes?", "en",
+     "The average refund time fell from 16 to 8 business days.", "8 business days"),
+    # The unit is written once, after the second value.
+    ("What was the average refund time before the process changes?", "en",
+     "The average refund time fell from 16 to 8 business days.", "16 business days"),
+    ("Qual era o prazo médio de reembolso antes das mudanças?", "pt",
+     "O prazo médio de reembolso caiu de 16 para 8 dias úteis.", "16 dias úteis"),
+    ("Qual é o prazo médio de reembolso depois das mudanças?", "pt",
+     "O prazo médio de reembolso caiu de 16 para 8 dias úteis.", "8 dias úteis"),
+])
+def test_the_end_of_a_change_the_question_asks_for(policy, question, language, sentence, right):
+    assert _answer(policy, question, language, [("s", sentence)]).text == right
+
+
+def test_a_change_is_left_as_found_when_the_question_asks_no_end(policy):
+    found = _answer(policy, "What was the average refund time?", "en",
+                    [("s", "The average refund time fell from 16 to 8 business days.")])
+    assert found is not None and found.text.startswith("16")  # the reader's check withholds it (test_answer_reading)
+
+
+@pytest.mark.parametrize(("question", "language", "sentences", "right"), [
+    ("Did the Pinterest campaign meet the minimum ROAS?", "en",
+     [("p", "The Pinterest campaign was paused because it stayed below the minimum ROAS of 3.0.")], "no"),
+    ("Did the Pinterest campaign stay below the minimum ROAS?", "en",
+     [("p", "The Pinterest campaign was paused because it stayed below the minimum ROAS of 3.0.")], "yes"),
+    # No cue word: Portuguese asks yes or no in the order of a statement.
+    ("A campanha do TikTok Provador segue ativa?", "pt",
+     [("t", "Campanha de Spark Ads no TikTok com vídeos da série Provador."), ("t", "Segue ativa e deve ser ampliada.")],
+     "yes"),
+    ("A campanha do TikTok Provador segue ativa?", "pt",
+     [("t", "Campanha de Spark Ads no TikTok com vídeos da série Provador."),
+      ("t", "A campanha do Provador foi encerrada em março.")], "no"),
+    # "no" is no negation in Portuguese ("no lançamento": in the launch).
+    ("A campanha do TikTok Provador segue ativa?", "pt",
+     [("t", "Campanha do TikTok Provador."), ("t", "Segue ativa no lançamento de inverno.")], "yes"),
+])
+def test_a_yes_no_question_naming_a_state_is_read_by_its_opposite(policy, question, language, sentences, right):
+    found = _answer(policy, question, language, sentences)
+    assert found is not None and found.method == right, found
+
+
+@pytest.mark.parametrize(("question", "language", "sentences"), [
+    # The sentence naming a direction is about another measure than the one asked.
+    ("Did Acme's online return rate rise in 2025?", "en",
+     [("r", "Acme's online return rate was 9.8% of orders in 2025, down from 11.2% in 2024."),
+      ("r", "The average refund time fell from 16 to 8 business days.")]),
+    # No cue, and no state named: a question mark alone does not make shared words a yes.
+    ("O preço da Parka Aurora?", "pt", [("p", "O preço da Parka Aurora será divulgado no lançamento.")]),
+    # The document's sentences read the state both ways.
+    ("A campanha do TikTok Provador segue ativa?", "pt",
+     [("t", "A campanha do TikTok Provador segue ativa."), ("t", "A campanha do TikTok Provador foi encerrada.")]),
+])
+def test_a_yes_no_question_is_not_answered_by_words_that_do_not_decide_it(policy, question, language, sentences):
+    assert _answer(policy, question, language, sentences) is None
+
+
+def test_a_state_named_in_a_condition_is_not_what_is_asked():
+    from graph.algorithms.opposites import names_a_state, state_words
+
+    assert state_words("Did the campaign meet the minimum ROAS?") == ["meet"]
+    assert not names_a_state("Was there a discrepancy in the bonus offered if their first bet loses?")
+    assert state_words("If sales fell, did the margin rise?") == ["rise"]  # the condition ends at the comma
 
 
 def test_a_value_is_the_month_the_question_names(policy, write_policy):

@@ -467,7 +467,8 @@ def test_packs_assemble_into_the_languages_and_an_edited_pack_is_reloaded(tmp_pa
     policy = load_policy(path)
     assert policy.languages.analyzers == {"en": "english", "pt": "portuguese"}
     assert policy.raw["languages"]["negations"]["pt"][0] == "não" and "packs" not in policy.raw["languages"]
-    assert policy.retrieval.date_relations["before"] == ("before", "prior to", "earlier than", "until", "antes de", "até")
+    assert policy.retrieval.date_relations["before"] == ("before", "prior to", "earlier than", "until", "antes de", "antes do",
+                                                        "antes da", "antes dos", "antes das", "até")
     pack = _shipped_pack("pt")
     pack["negations"].append("nenhures")
     (tmp_path / "languages" / "pt.yaml").write_text(yaml.safe_dump(pack, allow_unicode=True), encoding="utf-8")

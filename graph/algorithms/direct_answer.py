@@ -19,9 +19,9 @@ question's form (graph/algorithms/question_form.py):
   one part, its best sentence must name someone), said in full ("Sam Bankman-Fried", "Federal Reserve"
   for "Fed") where the evidence gives its fuller form; no acronym nor brand for a question about a
   person;
-- yes_no: "yes" when every part of the question is held by one retrieved document, with the
-  question's polarity; "no" when a part is so held with the opposite polarity (a negation on one
-  side only); otherwise none;
+- yes_no: "yes" when every part of the question is held by one retrieved document whose sentence says what
+  the part says; "no" when it says the opposite: the other side of a state the part names ("below" for "meet",
+  graph/algorithms/opposites.py), or, for a part naming no state, a negation on one side only; otherwise none;
 - open: none (an explanation has no dozen-word answer); the supporting points answer it.
 """
 
@@ -34,6 +34,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from graph.algorithms.changes import asked_end, change_ends
+from graph.algorithms.opposites import names_a_state, state_words, yes_or_no
 from graph.algorithms.question_form import QuestionForm
 from graph.algorithms.text import (
     YEAR,
@@ -793,12 +795,17 @@ def _polarity(terms_text: str, negations: Sequence[str]) -> bool:
 
 
 def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: QuestionWords,
-            negations: Sequence[str], part_floor: float) -> DirectAnswer | None:
+            negations: Sequence[str], part_floor: float, needs_state: bool = False) -> DirectAnswer | None:
     """yes when every part of the question is held by one retrieved document (at least `part_floor` of
-    the part's words across its sentences) with the part's polarity; no when a part is held that well
-    but its best sentence negates what the part asserts, or the reverse; otherwise none. Word overlap
-    cannot tell "the articles agree" from "they differ" (measured on MultiHop-RAG dev: the share of a
-    part's words found is the same for gold yes and gold no), so anything less is left unanswered."""
+    the part's words across its sentences) and its best sentence says what the part says; no when a part is held
+    that well and its best sentence says the opposite; otherwise none. A part that names a state (met, below,
+    active, paused: graph/algorithms/opposites.py) is read by those words in the document's sentences that hold
+    enough of the part and name that state or its opposite: naming the same side answers yes, the other no, and
+    sentences that differ none. A part that names none is read by its negations (a negation on one side
+    only is no) when `needs_state` is off, and is not answered when on (a question with no cue word, "A campanha
+    segue ativa?", is yes/no only by its question mark). Word overlap alone cannot tell "the articles agree" from
+    "they differ" (measured on MultiHop-RAG dev: the share of a part's words found is the same for gold yes and
+    gold no), so anything less is left unanswered."""
     if not candidates:
         return None
     by_doc: dict[str, list[Candidate]] = defaultdict(list)
@@ -806,15 +813,34 @@ def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: Que
         by_doc[c.doc_id].append(c)
     supporting: list[Candidate] = []
     for part in parts:
+        states = names_a_state(part)
+        # A state word is read by its sense, not matched ("encerrada" answers "segue ativa?"): the document must
+        # hold the rest of the part.
         words = question.held(part)
-        if not words:
+        rest = words - (question.held(" ".join(state_words(part))) if states else frozenset())
+        if not rest:
             continue
-        share = {doc: len(words & frozenset().union(*(c.terms for c in cs))) / len(words) for doc, cs in by_doc.items()}
+        share = {doc: len(rest & frozenset().union(*(c.terms for c in cs))) / len(rest) for doc, cs in by_doc.items()}
         doc = max(share, key=share.get)
         if share[doc] < part_floor:
             return None
-        best = max(by_doc[doc], key=lambda c: (len(words & c.terms), c.score))
-        if _polarity(part, negations) != _polarity(best.text, negations):
+        ranked = sorted(by_doc[doc], key=lambda c: (len(words & c.terms), c.score), reverse=True)
+        best = ranked[0]
+        if states:
+            # The sentences that read its state, holding two of the part's words and half as many as the sentence
+            # holding most, the fullest first; all must read it alike. One holding less is about something else
+            # ("the refund time fell" for "did the return rate rise?").
+            least = max(2.0, len(words & best.terms) / 2)
+            readings = [(reading, c) for c in ranked if len(words & c.terms) >= least
+                        and (reading := yes_or_no(part, c.text)) is not None]
+            if len({reading for reading, _ in readings}) != 1:
+                return None
+            reading, best = readings[0]
+        elif needs_state:
+            return None
+        else:
+            reading = "no" if _polarity(part, negations) != _polarity(best.text, negations) else "yes"
+        if reading == "no":
             return DirectAnswer("no", (best.doc_id,), "no", best.text)
         supporting.append(best)
     if not supporting:
@@ -877,6 +903,17 @@ def side_value(side: str, candidates: Sequence[Candidate], question: QuestionWor
                               candidates, question, floor, depth)
 
 
+def _span_of(found: DirectAnswer, spans: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    """Which of its sentence's value `spans` the direct answer gives, or None."""
+    sentence = found.sentence
+    return next((sp for sp in spans if found.text.startswith(sentence[sp[0]:sp[1]].strip())
+                 or sentence[sp[0]:sp[1]].strip() in found.text), None)
+
+
+def _is_percent(sentence: str, span: tuple[int, int]) -> bool:
+    return sentence[span[0]:span[1]].rstrip().endswith("%")
+
+
 def _of_the_asked_month(found: DirectAnswer, question: QuestionWords, months: Mapping[str, Sequence[str]],
                         reach_chars: int) -> DirectAnswer:
     """The value its sentence ties to the month the question names, when that is another than the one found:
@@ -893,20 +930,67 @@ def _of_the_asked_month(found: DirectAnswer, question: QuestionWords, months: Ma
     if not mentions or found.also_from:
         return found
     spans = _amounts(sentence, months)
-    chosen = next((sp for sp in spans if found.text.startswith(sentence[sp[0]:sp[1]].strip())
-                   or sentence[sp[0]:sp[1]].strip() in found.text), None)
+    chosen = _span_of(found, spans)
     if chosen is None:
         return found
-    percent = sentence[chosen[0]:chosen[1]].rstrip().endswith("%")
 
     def reach(span: tuple[int, int]) -> int:
         return min(max(span[0] - end, start - span[1], 0) for start, end in mentions)
 
-    kin = [sp for sp in spans if sentence[sp[0]:sp[1]].rstrip().endswith("%") == percent]
+    kin = [sp for sp in spans if _is_percent(sentence, sp) == _is_percent(sentence, chosen)]
     nearest = min(kin, key=reach)
     if nearest == chosen or reach(nearest) > reach_chars or reach(nearest) >= reach(chosen):
         return found
     return DirectAnswer(_value_phrase(sentence, *nearest, question), found.doc_ids, found.method, sentence)
+
+
+def _of_the_asked_year(found: DirectAnswer, question: QuestionWords, months: Mapping[str, Sequence[str]]) -> DirectAnswer:
+    """The value its sentence gives for the year the question names, when the sentence gives values of several
+    years: "Acme Moda's online return rate was 9.8% of orders in 2025, down from 11.2% in 2024" answers "What was
+    the online return rate in 2024?" with 11.2%. Each value is the year's written nearest to it, on either side;
+    the one value of the asked year, of the kind found (a percentage for a percentage), replaces the one found. A
+    question that names a month is the month's (`_of_the_asked_month`); answers of several parts are left as found."""
+    asked = set(YEAR.findall(question.text))
+    sentence = found.sentence
+    years = [(m.start(), m.end(), m.group(0)) for m in YEAR.finditer(sentence)]
+    if (len(asked) != 1 or found.also_from or len({y for _, _, y in years}) < 2
+            or any(w in month_names(months) for w in _WORDS.findall(fold(question.text)))):
+        return found
+    spans = _amounts(sentence, months)
+    chosen = _span_of(found, spans)
+
+    def year_of(span: tuple[int, int]) -> str:
+        return min(years, key=lambda y: max(span[0] - y[1], y[0] - span[1], 0))[2]
+
+    if chosen is None or year_of(chosen) in asked:
+        return found
+    kin = [sp for sp in spans if year_of(sp) in asked and _is_percent(sentence, sp) == _is_percent(sentence, chosen)]
+    if len(kin) != 1:
+        return found
+    return DirectAnswer(_value_phrase(sentence, *kin[0], question), found.doc_ids, found.method, sentence)
+
+
+def _of_the_asked_end(found: DirectAnswer, question: QuestionWords, months: Mapping[str, Sequence[str]],
+                      relations: Mapping[str, Sequence[str]]) -> DirectAnswer:
+    """The end of a change the question asks for (graph/algorithms/changes.py): "The average refund time fell from
+    16 to 8 business days" answers "… after the process changes?" with 8 business days and "… before …" with 16,
+    whichever end the words matched. Left as found when the question says neither, or the value is no end of a
+    change."""
+    end = asked_end(question.text, relations)
+    sentence = found.sentence
+    if end is None or found.also_from:
+        return found
+    spans = _amounts(sentence, months)
+    chosen = _span_of(found, spans)
+    for before, after in change_ends(sentence, spans):
+        if chosen in (before, after):
+            wanted = before if end == "before" else after
+            text = _value_phrase(sentence, *wanted, question)
+            if end == "before" and text == sentence[slice(*before)].strip():
+                # The unit is written once, after the second value ("from 16 to 8 business days"): 16 business days.
+                text += _value_phrase(sentence, *after, question)[len(sentence[slice(*after)].strip()):]
+            return DirectAnswer(text, found.doc_ids, found.method, sentence)
+    return found
 
 
 def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], candidates: Sequence[Candidate],
@@ -916,6 +1000,7 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
                   synonyms: Sequence[Sequence[str]] = (), titles: Mapping[str, str] | None = None,
                   on_topic: float = 0.0,
                   number_words: Mapping[str, float] | None = None,
+                  relations: Mapping[str, Sequence[str]] | None = None,
                   direct: DirectAnswerSettings | None = None) -> DirectAnswer | None:
     """The direct answer to the question from the ranked `candidates` (see the module docstring), or None.
     `floor`: a sentence holding less of the question than this cannot give it; `depth`: how many of the
@@ -927,7 +1012,8 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     the documents' titles by id, where a name is looked for in full ("Sam Bankman-Fried"); `on_topic`: the share
     of the best sentence's score a sentence holding the name needs (below it, it is about something else);
     `number_words`: the
-    language's numbers written as words, read as counts ("três segundos"); `direct`: the policy's
+    language's numbers written as words, read as counts ("três segundos"); `relations`: the phrases of "before"
+    and "after" (`retrieval.date_relations`), by which a question asks for one end of a change; `direct`: the policy's
     `compose.direct`, whose `focus_weight`, `focus_clause_weight`, `focus_phrase_weight`,
     `contained_name_share`, `name_holders` and `month_reach` are read here (None: their defaults)."""
     direct = direct or DirectAnswerSettings()
@@ -936,7 +1022,10 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
                             _focus_noun(form, question), form.wants_share, own_language_margin,
                             AskedMeasure.of(form, question, synonyms), form.wants_count, form.wants_amount,
                             {fold(w): v for w, v in (number_words or {}).items()}, focus_weight=direct.focus_weight)
-        return _of_the_asked_month(found, question, months, direct.month_reach) if found else None
+        if found is None:
+            return None
+        found = _of_the_asked_month(found, question, months, direct.month_reach)
+        return _of_the_asked_end(_of_the_asked_year(found, question, months), question, months, relations or {})
     if form.kind == "when":
         return _from_spans(candidates, lambda s: _date_spans(s, months), "date", question, floor, depth,
                            _focus_noun(form, question), own_language_margin=own_language_margin,
@@ -948,5 +1037,5 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
         return _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question), name_margin,
                             titles, form.wants_person, on_topic, len(parts) <= 1, direct=direct)
     if form.kind == "yes_no":
-        return _yes_no(parts or [question_text], candidates, question, negations, part_floor)
+        return _yes_no(parts or [question_text], candidates, question, negations, part_floor, needs_state=not form.cue)
     return None

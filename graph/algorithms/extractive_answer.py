@@ -57,7 +57,8 @@ def direct_settings(policy, language: str) -> dict[str, Any]:
                 floor=cfg.sentence_floor, depth=cfg.depth, part_floor=cfg.part_floor, name_floor=cfg.name_floor,
                 name_margin=cfg.name_margin, own_language_margin=cfg.own_language_margin, on_topic=cfg.point_floor,
                 synonyms=policy.languages.synonyms(language),
-                number_words=policy.languages.number_words.get(language, {}), direct=cfg)
+                number_words=policy.languages.number_words.get(language, {}),
+                relations=policy.retrieval.date_relations, direct=cfg)
 
 
 def direct_line(found: DirectAnswer, language: str) -> str:

@@ -11,7 +11,9 @@ year" over "what"). "What is the budget …" and "Qual é o
 orçamento …" ask for a value: an open or which-cue followed within a few words by a quantity word
 asks how much, by a time word when. A which-question asks for a name when its cue always does
 (`name_cues`: English "which") or when it is about a kind of entity (`entity_nouns`: "what company",
-"qual região"; `person_nouns`: "which pop star"); "Qual a duração …" asks for a phrase.
+"qual região"; `person_nouns`: "which pop star"); "Qual a duração …" asks for a phrase. In a language that asks yes or no in the order of a statement (`bare_yes_no`:
+"A campanha segue ativa?"), a question with no cue and no wh-word anywhere ("que" of "Para que …?") and a question
+mark asks yes or no.
 """
 
 from __future__ import annotations
@@ -66,6 +68,13 @@ class QuestionForm:
         """A value, a date, a name or yes/no; not an explanation, nor a which-question about something
         other than a kind of entity ("Quais ações …": a list)."""
         return self.kind != "open" and (self.kind != "which" or self.wants_name)
+
+
+def _asks_wh(text: str, lexicon: QuestionCues) -> bool:
+    """Whether a word that opens one of the language's wh-cues occurs anywhere in `text` ("Para que o POSCOMP foi
+    concebido?" asks what for, though no cue opens it)."""
+    openers = {fold(cue).split()[0] for kind in KINDS if kind != "yes_no" for cue in getattr(lexicon, kind) if cue.strip()}
+    return any(w in openers for w in _WORD.findall(text))
 
 
 @functools.lru_cache(maxsize=64)
@@ -148,4 +157,6 @@ def _form(text: str, lexicon: QuestionCues) -> QuestionForm:
                           "") if kind == "how_much" else ""
             return QuestionForm(kind, cue, compares, after, wants_share, wants_name, measure, wants_count,
                                 wants_amount, lexicon.qualifier_side, wants_person, change)
+    if lexicon.bare_yes_no and text.endswith("?") and not _asks_wh(text, lexicon):
+        return QuestionForm("yes_no", "", compares, (), wants_share)
     return QuestionForm("open", "", compares, (), wants_share)

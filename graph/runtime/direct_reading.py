@@ -26,7 +26,8 @@ def reader_check(question: str, text: str, method: str, sentences: Sequence[str]
         notes.append(f"reader unavailable ({failure_reason(exc)}); direct answer not checked")
         return unchecked(f"not checked: the reader is unavailable ({failure_reason(exc)})")
     try:
-        return check_direct_answer(reader, question, text, method, sentences, policy.reader, several_parts)
+        return check_direct_answer(reader, question, text, method, sentences, policy.reader, several_parts,
+                                   policy.retrieval.date_relations)
     except Exception as exc:  # a failing read neither: the answer stands, unchecked, and says so
         notes.append(f"reader failed ({failure_reason(exc)}); direct answer not checked")
         return unchecked(f"not checked: the reader failed ({failure_reason(exc)})")
