@@ -252,6 +252,17 @@ def test_a_negation_elsewhere_in_the_source_sentence_is_not_a_flip(policy):
     assert v["checks"][0]["negation_flip"]
 
 
+def test_a_claim_naming_the_opposite_state_of_its_source_contradicts_it(policy):
+    """Issue 44: "stayed below" against "met" lowers groundedness as a negation flip does."""
+    src = [Source("d1", "The Pinterest campaign was paused on 1 March 2026 because it stayed below the minimum ROAS "
+                        "of 3.0.", "d1#0")]
+    v = verdict(policy, "The Pinterest campaign met the minimum ROAS of 3.0 [d1].", sources=src)
+    assert v["checks"][0]["negation_flip"] and v["final_decision"] == "BLOCK", reasons(v)
+    assert "opposite of the state" in v["checks"][0]["reasons"][0]
+    v = verdict(policy, "The Pinterest campaign stayed below the minimum ROAS of 3.0 [d1].", sources=src)
+    assert not v["checks"][0]["negation_flip"] and v["final_decision"] == "OK", reasons(v)
+
+
 def test_a_number_at_the_start_of_a_sentence_is_a_value_not_a_list_marker(policy):
     src = [Source("d1", "Hill needs 152.67 yards per game. Stores opened at 10:20 p.m. Friday.", "d1#0")]
     v = verdict(policy, "152.67 -- Hill needs that many yards per game [d1].", sources=src)

@@ -7,7 +7,8 @@ against the chunks of the ids it cites, and fails hard when it
   no cited chunk holds (amounts are compared as numbers: R$ 1.234,56 = 1234.56 = 1,234.56);
 - states a calendar date no cited chunk holds;
 - names a person, company or place (a capitalised name) no cited chunk mentions;
-- flips the polarity of the source sentence it restates ("X grew" → "X did not grow");
+- flips the polarity of the source sentence it restates ("X grew" → "X did not grow"), or names the opposite
+  state ("met the minimum" → "stayed below the minimum": graph/algorithms/opposites.py);
 - states values or names without citing anything.
 It fails soft when its wording is not supported: lexical support (share of its stemmed terms found
 in the cited chunks), rescued by semantic support (the embedded embedding model, only consulted when
@@ -26,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from graph.algorithms.opposites import yes_or_no
 from graph.algorithms.text import (
     Analyzer,
     citations_in,
@@ -370,6 +372,8 @@ class GroundednessChecker:
                 semantic = self._semantic(embeddings, text, terms, known, docs)
             support = max(lexical, semantic if semantic is not None else 0.0) if known else 0.0
             flipped = bool(best_sentence) and self._flipped(text, best_sentence, language)
+            # "met the minimum ROAS" restating "stayed below the minimum ROAS": the other side of a state.
+            opposed = bool(best_sentence) and not flipped and yes_or_no(text, best_sentence) == "no"
 
             reasons = []
             if unknown:
@@ -386,6 +390,9 @@ class GroundednessChecker:
                 reasons.append(f"names not found in the cited chunks: {', '.join(bad_names)}")
             if flipped:
                 reasons.append(f"contradicts its source sentence in {best_chunk}: a negation in one is not in the other")
+            if opposed:
+                reasons.append(f"contradicts its source sentence in {best_chunk}: it names the opposite of the state "
+                               "the source names")
             hard = bool(reasons)
             if known and not hard and support < self.thresholds.claim_support_floor:
                 reasons.append(f"wording not supported by the cited chunks (support {support:.2f})")
@@ -394,7 +401,7 @@ class GroundednessChecker:
                 "support": round(support, 3), "lexical": round(lexical, 3),
                 "semantic": None if semantic is None else round(semantic, 3),
                 "unsupported_values": bad_values + bad_dates, "unsupported_fields": bad_fields,
-                "unsupported_names": bad_names, "unknown_citations": unknown, "negation_flip": flipped,
+                "unsupported_names": bad_names, "unknown_citations": unknown, "negation_flip": flipped or opposed,
                 "hard_failure": hard, "supported": not reasons, "reasons": reasons,
             })
         return checks
