@@ -221,6 +221,31 @@ def test_the_judge_reads_a_direct_answer_it_is_given_and_blocks_a_contradicted_o
     assert "groundedness" in verdict["scores"] and "contradicted" in verdict["reasoning"]["groundedness"]
 
 
+def test_the_judge_blocks_a_yes_that_the_cited_sentence_contradicts(tmp_path):
+    """A chat model's "Yes" to "Did the Pinterest campaign meet the minimum ROAS?" is read in the sentence it cites,
+    by its words of a state and its opposite: "stayed below" answers no, and the judge blocks it."""
+    from conftest import runtime_for
+
+    from graph.context import Context
+    from nodes.judge import judge
+
+    chunk = {"id": "acme-perf-pinterest-2026#0", "docId": "acme-perf-pinterest-2026", "assetId": "pinterest",
+             "assetName": "Pinterest campaign", "rerankScore": 0.9, "scores": {}, "metadata": {"language": "en"},
+             "content": "The Pinterest campaign was paused on 1 March 2026 because it stayed below the minimum ROAS "
+                        "of 3.0."}
+    state = {"question": "Did the Pinterest campaign meet the minimum ROAS?", "language": "en",
+             "answer": "Yes [acme-perf-pinterest-2026].\n\n- The Pinterest campaign was paused on 1 March 2026 "
+                       "because it stayed below the minimum ROAS of 3.0 [acme-perf-pinterest-2026].",
+             "direct_answer": "Yes", "reranked": [chunk], "coverage_level": "medium",
+             "citations_used": ["acme-perf-pinterest-2026"], "rag": {}}
+    runtime = runtime_for(Context(home=str(tmp_path), tenant="acme"))
+    verdict = judge(state, runtime)["verdict"]
+    assert verdict["final_decision"] == "BLOCK", verdict
+    assert "opposite" in verdict["reasoning"]["direct_answer"]
+    no = judge({**state, "direct_answer": "No", "answer": state["answer"].replace("Yes", "No", 1)}, runtime)["verdict"]
+    assert no["final_decision"] != "BLOCK", no
+
+
 def _right_or_absent_questions() -> list[tuple[str, str]]:
     """samples/questions.md, "Yes/no and before/after questions": (question, right direct answer)."""
     from conftest import SAMPLES
