@@ -261,6 +261,12 @@ def test_a_claim_naming_the_opposite_state_of_its_source_contradicts_it(policy):
     assert "opposite of the state" in v["checks"][0]["reasons"][0]
     v = verdict(policy, "The Pinterest campaign stayed below the minimum ROAS of 3.0 [d1].", sources=src)
     assert not v["checks"][0]["negation_flip"] and v["final_decision"] == "OK", reasons(v)
+    # An answer opening "No." negates nothing of the state its next sentence restates (MultiHop-RAG dev: 27
+    # faithful answers were blocked before the negation was read in the state's own clause only).
+    kick = [Source("d2", "The Buckeyes settled for a 52-yard field goal, which Jayden Fielding missed wide left.", "d2#0")]
+    v = verdict(policy, "No. The Buckeyes settled for a 52-yard field goal, which Jayden Fielding missed wide left [d2].",
+                sources=kick)
+    assert not any(c["negation_flip"] for c in v["checks"]) and v["final_decision"] == "OK", reasons(v)
 
 
 def test_a_number_at_the_start_of_a_sentence_is_a_value_not_a_list_marker(policy):

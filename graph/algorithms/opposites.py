@@ -67,10 +67,13 @@ def senses_named(text: str, languages: Languages | None = None) -> dict[str, set
 
 
 def negates(text: str, languages: Languages | None = None) -> bool:
-    """Whether `text` holds a negation word of its own language (English "no" is Portuguese "in the")."""
+    """Whether a clause of `text` that names a state holds a negation word of the text's own language (English
+    "no" is Portuguese "in the"); a negation elsewhere ("No. The kick was missed", an answer's opening) is not the
+    state's."""
     languages = languages or run_languages()
     negations = {fold(n) for n in languages.negations.get(detect_language(text, languages.markers, languages.default), ())}
-    return any(w in negations for w in _WORDS.findall(fold(text)))
+    return any(state_words(clause, languages) and any(w in negations for w in _WORDS.findall(fold(clause)))
+               for clause in _CLAUSE_END.split(text))
 
 
 def yes_or_no(statement: str, sentence: str, languages: Languages | None = None) -> str | None:
