@@ -246,6 +246,17 @@ def test_the_judge_blocks_a_yes_that_the_cited_sentence_contradicts(tmp_path):
     assert no["final_decision"] != "BLOCK", no
 
 
+def test_a_state_question_opens_with_the_sentence_naming_the_state_in_the_document_naming_its_subject(ask):
+    """"Is the Pinterest campaign still active?" opened with "The campaign is active …" of the Google campaign's
+    report (its words: campaign, active), verdict OK: a reader takes it for the Pinterest campaign's. The points
+    now come from the documents naming what the question names, and a yes/no question about a state opens with the
+    sentence naming that state or its opposite."""
+    state = ask("Is the Pinterest campaign still active?")
+    lines = [line for line in state["answer"].splitlines() if line.startswith("- ")]
+    assert lines and "paused" in lines[0] and "[acme-perf-pinterest-2026]" in lines[0], state["answer"]
+    assert "acme-perf-google-pmax-2026" not in state["answer"], state["answer"]
+
+
 def _right_or_absent_questions() -> list[tuple[str, str]]:
     """samples/questions.md, "Yes/no and before/after questions": (question, right direct answer)."""
     from conftest import SAMPLES

@@ -33,9 +33,11 @@ from graph.algorithms.direct_answer import (
     states_answer,
 )
 from graph.algorithms.missing_parts import answers_every_part, pointing_words, unanswered_words, uncovered_parts
+from graph.algorithms.opposites import senses_named
 from graph.algorithms.periods import of_the_period, period_words
 from graph.algorithms.question_form import QuestionForm, question_form
 from graph.algorithms.text import Analyzer, fold, has_any_phrase
+from graph.algorithms.unattested import documents_naming
 from graph.prompts import phrase
 from graph.state import Chunk
 
@@ -158,7 +160,19 @@ def choose_points(question: str, parts: list[str], language: str, chunks: list[C
                                covered_weight=cfg.covered_word_weight)
         candidates = [*candidates, *by_meaning_there]
     else:
-        picked = select_points(candidates, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
+        # Sentences of the documents naming what the question names, when some do ("Pinterest"): another
+        # document's sentence holding the question's other words is about something else.
+        # (Not for a question of several parts or a comparison: its evidence is spread over documents that each
+        # name part of it, and measured on MultiHop-RAG dev this cost more evidence than it saved.)
+        one_subject = len(parts) <= 1 and not form.compares
+        naming = documents_naming(question, language, chunks, words.analyzer, policy) if one_subject else None
+        about = [c for c in candidates if naming is None or c.doc_id in naming] or candidates
+        if first is None and form.kind == "yes_no" and one_subject:
+            # A yes/no question about a state ("still active?") is answered by the sentence that names it or its
+            # opposite ("The campaign was paused …"), even where no yes or no could be read from it.
+            asked = set(senses_named(question))
+            first = next((c for c in about if not c.wordless and asked & set(senses_named(c.text))), None)
+        picked = select_points(about, question, max_points, cfg.max_answer_chars, cfg.direct.point_floor,
                                first, titles, by_meaning=by_meaning, doc_titles=doc_titles,
                                period=period, units=units, covered_weight=cfg.covered_word_weight)
         if not picked and found is None:

@@ -53,6 +53,25 @@ def unattested_names(question: str, language: str, chunks: list[Chunk], analyzer
     return [n for n in names if not any(_holds_name(t, n, analyzer, language) for t in texts)]
 
 
+def documents_naming(question: str, language: str, chunks: list[Chunk], analyzer: Analyzer, policy) -> set[str] | None:
+    """The documents that hold a name the question speaks of which other retrieved documents lack ("Pinterest" of
+    "Is the Pinterest campaign still active?"; not "Acme", which every one of a tenant's documents holds), in their
+    text, title or metadata; None when the question names no such name, or several. A sentence of a document that names none
+    of them is about something else ("The campaign is active" of the Google campaign's report)."""
+    months = {fold(m) for names in policy.languages.months.values() for m in names}
+    names = question_names(question, language, analyzer, months)
+    if not names:
+        return None
+    texts: dict[str, str] = {}
+    for c in chunks:
+        texts[c["docId"]] = f"{texts.get(c['docId'], '')} {_chunk_text(c)}"
+    holders = [{doc for doc, text in texts.items() if _holds_name(text, n, analyzer, language)} for n in names]
+    telling = [held for held in holders if held and len(held) < len(texts)]
+    # One such name is what the question is about; several (sources, people, a comparison) are spread over
+    # documents that each name some, and a sentence naming none may still be the evidence.
+    return telling[0] if len(telling) == 1 else None
+
+
 def _holds_name(text: str, name: str, analyzer: Analyzer, language: str) -> bool:
     """`text` holds the whole name, or more than half of its words (its connectors, "das", "of", aside)."""
     if has_any_phrase(text, [name]):
