@@ -38,7 +38,10 @@ def policy():
     ("O que diz o playbook?", "pt", "open"),
     ("A campanha do TikTok segue ativa?", "pt", "yes_no"),   # Portuguese asks yes or no without a cue (bare_yes_no)
     ("Campanha do TikTok", "pt", "open"),                    # no question mark: a search, not a question
-    ("The TikTok campaign is still active?", "en", "open"),  # English asks with an auxiliary
+    ("The TikTok campaign is still active?", "en", "yes_no"),  # as a translated Portuguese question reads
+    ("A campanha do Pinterest atingiu o ROAS mínimo?", "pt", "yes_no"),  # the "o" of "o que" alone asks nothing
+    ("Para que o POSCOMP foi concebido?", "pt", "open"),     # a wh-cue inside: not yes/no
+    ("O POSCOMP dispensou a necessidade de quê?", "pt", "open"),
 ])
 def test_question_form_by_policy_cues(policy, question, language, kind):
     assert question_form(question, language, policy.languages.question_cues).kind == kind

@@ -71,10 +71,9 @@ class QuestionForm:
 
 
 def _asks_wh(text: str, lexicon: QuestionCues) -> bool:
-    """Whether a word that opens one of the language's wh-cues occurs anywhere in `text` ("Para que o POSCOMP foi
-    concebido?" asks what for, though no cue opens it)."""
-    openers = {fold(cue).split()[0] for kind in KINDS if kind != "yes_no" for cue in getattr(lexicon, kind) if cue.strip()}
-    return any(w in openers for w in _WORD.findall(text))
+    """Whether one of the language's wh-cues occurs anywhere in `text` ("Para que o POSCOMP foi concebido?" asks
+    what for, though no cue opens it; the "o" of "o que" alone is an article)."""
+    return has_any_phrase(text, [cue for kind in KINDS if kind != "yes_no" for cue in getattr(lexicon, kind)])
 
 
 @functools.lru_cache(maxsize=64)
