@@ -831,7 +831,11 @@ def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: Que
             # holding most, the fullest first; all must read it alike. One holding less is about something else
             # ("the refund time fell" for "did the return rate rise?").
             least = max(2.0, len(words & best.terms) / 2)
+            years = set(YEAR.findall(part))
+            # A sentence of several years states its latest ("9.8% in 2025, down from 11.2% in 2024" is 2025's
+            # fall): it does not decide a question about an earlier one.
             readings = [(reading, c) for c in ranked if len(words & c.terms) >= least
+                        and (not years or max(YEAR.findall(c.text), default=next(iter(years))) in years)
                         and (reading := yes_or_no(part, c.text)) is not None]
             if len({reading for reading, _ in readings}) != 1:
                 return None

@@ -46,6 +46,7 @@ def state_words(text: str, languages: Languages | None = None) -> list[str]:
     those of a name (capitalised inside a clause: "Raiders of the Lost Ark")."""
     shared = (languages or run_languages()).shared
     sides = _sides_of(shared.opposites)
+    phrases = [p for p in sides if " " in p]
     conditionals = {fold(w) for w in shared.conditionals}
     found = []
     for clause in _CLAUSE_END.split(text):
@@ -53,6 +54,9 @@ def state_words(text: str, languages: Languages | None = None) -> list[str]:
         cut = next((i for i, w in enumerate(words) if fold(w) in conditionals), len(words))
         # A capitalised word inside a clause is part of a name ("Raiders of the Lost Ark", "Things Fall Apart").
         found += [fold(w) for i, w in enumerate(words[:cut]) if fold(w) in sides and (i == 0 or not w[0].isupper())]
+        # A phrase of several words ("down from"), in the clause's words before any condition.
+        before = " ".join(fold(w) for w in words[:cut])
+        found += [p for p in phrases if f" {p} " in f" {before} "]
     return found
 
 
