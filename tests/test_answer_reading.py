@@ -198,24 +198,28 @@ def test_without_the_reader_the_answer_stands_and_the_reasoning_says_it_was_not_
     assert any("reader unavailable" in e for e in state["errors"])
 
 
-def test_the_judge_reads_a_direct_answer_it_is_given_and_blocks_a_contradicted_one(tmp_path):
-    """A judge called on its own, or after a composer that did not read its direct answer (no `direct_check`),
-    reads it in the chunks the answer's opening cites."""
+def _judged_alone(tmp_path, question: str, doc_id: str, content: str, direct: str, point: str):
+    """The judge's verdict on an answer opening with `direct` over one cited `point`, with no `direct_check` (a judge
+    called on its own, or after a composer that did not read its direct answer): it reads the direct answer in the
+    chunk the opening cites."""
     from conftest import runtime_for
 
     from graph.context import Context
     from nodes.judge import judge
 
-    chunk = {"id": "acme-ops-returns-2026#0", "docId": "acme-ops-returns-2026", "assetId": "returns",
-             "assetName": "Returns process", "rerankScore": 0.9, "scores": {}, "metadata": {"language": "en"},
-             "content": "Refunds are now issued within 10 business days. The average refund time fell from 16 to 8 "
-                        "business days."}
-    state = {"question": "What was the average refund time after the process changes?", "language": "en",
-             "answer": "16 [acme-ops-returns-2026].\n\n- The average refund time fell from 16 to 8 business days "
-                       "[acme-ops-returns-2026].",
-             "direct_answer": "16", "reranked": [chunk], "coverage_level": "medium",
-             "citations_used": ["acme-ops-returns-2026"], "rag": {}}
-    verdict = judge(state, runtime_for(Context(home=str(tmp_path), tenant="acme")))["verdict"]
+    chunk = {"id": f"{doc_id}#0", "docId": doc_id, "assetId": doc_id, "assetName": doc_id, "rerankScore": 0.9,
+             "scores": {}, "metadata": {"language": "en"}, "content": content}
+    state = {"question": question, "language": "en", "answer": f"{direct} [{doc_id}].\n\n- {point} [{doc_id}].",
+             "direct_answer": direct, "reranked": [chunk], "coverage_level": "medium", "citations_used": [doc_id],
+             "rag": {}}
+    return judge(state, runtime_for(Context(home=str(tmp_path), tenant="acme")))["verdict"]
+
+
+def test_the_judge_reads_a_direct_answer_it_is_given_and_blocks_a_contradicted_one(tmp_path):
+    verdict = _judged_alone(tmp_path, "What was the average refund time after the process changes?",
+                            "acme-ops-returns-2026", "Refunds are now issued within 10 business days. The average "
+                            "refund time fell from 16 to 8 business days.", "16",
+                            "The average refund time fell from 16 to 8 business days")
     assert verdict["final_decision"] == "BLOCK", verdict
     assert "another answer" in verdict["reasoning"]["direct_answer"]
     assert "groundedness" in verdict["scores"] and "contradicted" in verdict["reasoning"]["groundedness"]
@@ -224,25 +228,12 @@ def test_the_judge_reads_a_direct_answer_it_is_given_and_blocks_a_contradicted_o
 def test_the_judge_blocks_a_yes_that_the_cited_sentence_contradicts(tmp_path):
     """A chat model's "Yes" to "Did the Pinterest campaign meet the minimum ROAS?" is read in the sentence it cites,
     by its words of a state and its opposite: "stayed below" answers no, and the judge blocks it."""
-    from conftest import runtime_for
-
-    from graph.context import Context
-    from nodes.judge import judge
-
-    chunk = {"id": "acme-perf-pinterest-2026#0", "docId": "acme-perf-pinterest-2026", "assetId": "pinterest",
-             "assetName": "Pinterest campaign", "rerankScore": 0.9, "scores": {}, "metadata": {"language": "en"},
-             "content": "The Pinterest campaign was paused on 1 March 2026 because it stayed below the minimum ROAS "
-                        "of 3.0."}
-    state = {"question": "Did the Pinterest campaign meet the minimum ROAS?", "language": "en",
-             "answer": "Yes [acme-perf-pinterest-2026].\n\n- The Pinterest campaign was paused on 1 March 2026 "
-                       "because it stayed below the minimum ROAS of 3.0 [acme-perf-pinterest-2026].",
-             "direct_answer": "Yes", "reranked": [chunk], "coverage_level": "medium",
-             "citations_used": ["acme-perf-pinterest-2026"], "rag": {}}
-    runtime = runtime_for(Context(home=str(tmp_path), tenant="acme"))
-    verdict = judge(state, runtime)["verdict"]
+    sentence = "The Pinterest campaign was paused on 1 March 2026 because it stayed below the minimum ROAS of 3.0"
+    question = "Did the Pinterest campaign meet the minimum ROAS?"
+    verdict = _judged_alone(tmp_path, question, "acme-perf-pinterest-2026", sentence + ".", "Yes", sentence)
     assert verdict["final_decision"] == "BLOCK", verdict
     assert "opposite" in verdict["reasoning"]["direct_answer"]
-    no = judge({**state, "direct_answer": "No", "answer": state["answer"].replace("Yes", "No", 1)}, runtime)["verdict"]
+    no = _judged_alone(tmp_path, question, "acme-perf-pinterest-2026", sentence + ".", "No", sentence)
     assert no["final_decision"] != "BLOCK", no
 
 
