@@ -279,7 +279,7 @@ def test_a_sample_yes_no_or_change_question_gets_its_right_direct_answer(ask, si
 def test_a_sample_direct_answer_is_right_or_absent(ask, question, right):
     from graph.algorithms.text import fold
 
-    assert len(RIGHT_OR_ABSENT) == 8
+    assert len(RIGHT_OR_ABSENT) == 10
     state = ask(question)
     direct = state["direct_answer"]
     said, meant = (set(re.findall(r"\w+", fold(t))) for t in (direct or "", right))

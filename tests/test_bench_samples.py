@@ -18,7 +18,7 @@ def bench():
 
 def test_every_numbered_row_is_read_with_what_it_expects(bench):
     samples = {s.id: s for s in bench.read_samples()}
-    assert len(samples) == 26 and not any(i.startswith("G") for i in samples)  # the gate probes have no number
+    assert len(samples) == 28 and not any(i.startswith("G") for i in samples)  # the gate probes have no number
     assert samples["Y8"].expected == "315 mil" and samples["Y8"].kind == "right"
     assert samples["1"].expected.startswith("R$ 93.587.114,46") and samples["1"].kind == "facts"
     assert samples["N2"].kind == "unanswerable" and samples["C2"].expected.startswith("(a) ROAS 4.2")
