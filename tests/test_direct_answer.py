@@ -73,7 +73,8 @@ def _answer(policy, question, language, sentences, titles=None):
                          part_floor=cfg.part_floor, synonyms=policy.languages.question_cues[language].synonyms,
                          name_margin=cfg.name_margin, titles=titles, on_topic=cfg.point_floor,
                          number_words=policy.languages.number_words.get(language, {}),
-                         relations=policy.retrieval.date_relations, direct=cfg)
+                         relations=policy.retrieval.date_relations,
+                         light_words=policy.languages.light_verbs.get(language, ()), direct=cfg)
 
 
 def test_a_value_is_the_year_the_question_names(policy):
@@ -122,6 +123,10 @@ def test_a_change_is_left_as_found_when_the_question_asks_no_end(policy):
     ("A campanha do TikTok Provador segue ativa?", "pt",
      [("t", "Campanha de Spark Ads no TikTok com vídeos da série Provador."),
       ("t", "A campanha do Provador foi encerrada em março.")], "no"),
+    # "still" names nothing a document must hold (the language's light_verbs); the state's opposite counts as
+    # held by the sentence naming it.
+    ("Is the Pinterest campaign still active?", "en",
+     [("p", "Awareness campaign on Pinterest."), ("p", "The campaign was paused on 1 March 2026.")], "no"),
     # "no" is no negation in Portuguese ("no lançamento": in the launch).
     ("A campanha do TikTok Provador segue ativa?", "pt",
      [("t", "Campanha do TikTok Provador."), ("t", "Segue ativa no lançamento de inverno.")], "yes"),

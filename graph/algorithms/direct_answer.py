@@ -795,7 +795,8 @@ def _polarity(terms_text: str, negations: Sequence[str]) -> bool:
 
 
 def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: QuestionWords,
-            negations: Sequence[str], part_floor: float, needs_state: bool = False) -> DirectAnswer | None:
+            negations: Sequence[str], part_floor: float, needs_state: bool = False,
+            light_words: Sequence[str] = ()) -> DirectAnswer | None:
     """yes when every part of the question is held by one retrieved document (at least `part_floor` of
     the part's words across its sentences) and its best sentence says what the part says; no when a part is held
     that well and its best sentence says the opposite; otherwise none. A part that names a state (met, below,
@@ -817,7 +818,10 @@ def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: Que
         # A state word is read by its sense, not matched ("encerrada" answers "segue ativa?"): the document must
         # hold the rest of the part.
         words = question.held(part)
-        rest = words - (question.held(" ".join(state_words(part))) if states else frozenset())
+        # Nor is a word of tense or aspect ("still", `light_words`: the language's `light_verbs`): it names nothing.
+        unasked = " ".join([*(state_words(part) if states else []), *(w for w in _WORDS.findall(part)
+                                                                     if fold(w) in {fold(x) for x in light_words})])
+        rest = words - question.held(unasked)
         if not rest:
             continue
         share = {doc: len(rest & frozenset().union(*(c.terms for c in cs))) / len(rest) for doc, cs in by_doc.items()}
@@ -827,16 +831,19 @@ def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: Que
         ranked = sorted(by_doc[doc], key=lambda c: (len(words & c.terms), c.score), reverse=True)
         best = ranked[0]
         if states:
-            # The sentences that read its state, holding two of the part's words and half as many as the sentence
-            # holding most, the fullest first; all must read it alike. One holding less is about something else
-            # ("the refund time fell" for "did the return rate rise?").
-            least = max(2.0, len(words & best.terms) / 2)
+            # The sentences that read its state, holding two of the part's words (its state by either side) and half
+            # as many as the one holding most, the fullest first; all must read it alike. One holding less is about
+            # something else ("the refund time fell" for "did the return rate rise?").
+            stated = question.held(" ".join(state_words(part)))
+            read = [(yes_or_no(part, c.text), c) for c in ranked]
+            holding = {id(c): len((words - stated) & c.terms) + (reading is not None) for reading, c in read}
+            least = max(2.0, max(holding.values()) / 2)
             years = set(YEAR.findall(part))
             # A sentence of several years states its latest ("9.8% in 2025, down from 11.2% in 2024" is 2025's
             # fall): it does not decide a question about an earlier one.
-            readings = [(reading, c) for c in ranked if len(words & c.terms) >= least
-                        and (not years or max(YEAR.findall(c.text), default=next(iter(years))) in years)
-                        and (reading := yes_or_no(part, c.text)) is not None]
+            readings = sorted(((reading, c) for reading, c in read if reading is not None and holding[id(c)] >= least
+                               and (not years or max(YEAR.findall(c.text), default=next(iter(years))) in years)),
+                              key=lambda rc: -holding[id(rc[1])])
             if len({reading for reading, _ in readings}) != 1:
                 return None
             reading, best = readings[0]
@@ -1004,7 +1011,7 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
                   synonyms: Sequence[Sequence[str]] = (), titles: Mapping[str, str] | None = None,
                   on_topic: float = 0.0,
                   number_words: Mapping[str, float] | None = None,
-                  relations: Mapping[str, Sequence[str]] | None = None,
+                  relations: Mapping[str, Sequence[str]] | None = None, light_words: Sequence[str] = (),
                   direct: DirectAnswerSettings | None = None) -> DirectAnswer | None:
     """The direct answer to the question from the ranked `candidates` (see the module docstring), or None.
     `floor`: a sentence holding less of the question than this cannot give it; `depth`: how many of the
@@ -1017,7 +1024,8 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
     of the best sentence's score a sentence holding the name needs (below it, it is about something else);
     `number_words`: the
     language's numbers written as words, read as counts ("três segundos"); `relations`: the phrases of "before"
-    and "after" (`retrieval.date_relations`), by which a question asks for one end of a change; `direct`: the policy's
+    and "after" (`retrieval.date_relations`), by which a question asks for one end of a change; `light_words`: the
+    language's words of tense or aspect ("still"), not looked for in a yes/no answer's document; `direct`: the policy's
     `compose.direct`, whose `focus_weight`, `focus_clause_weight`, `focus_phrase_weight`,
     `contained_name_share`, `name_holders` and `month_reach` are read here (None: their defaults)."""
     direct = direct or DirectAnswerSettings()
@@ -1041,5 +1049,6 @@ def direct_answer(question_text: str, form: QuestionForm, parts: Sequence[str], 
         return _name_answer(question, question_text, candidates, name_floor, _focus_noun(form, question), name_margin,
                             titles, form.wants_person, on_topic, len(parts) <= 1, direct=direct)
     if form.kind == "yes_no":
-        return _yes_no(parts or [question_text], candidates, question, negations, part_floor, needs_state=not form.cue)
+        return _yes_no(parts or [question_text], candidates, question, negations, part_floor, needs_state=not form.cue,
+                       light_words=light_words)
     return None

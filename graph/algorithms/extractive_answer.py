@@ -60,7 +60,8 @@ def direct_settings(policy, language: str) -> dict[str, Any]:
                 name_margin=cfg.name_margin, own_language_margin=cfg.own_language_margin, on_topic=cfg.point_floor,
                 synonyms=policy.languages.synonyms(language),
                 number_words=policy.languages.number_words.get(language, {}),
-                relations=policy.retrieval.date_relations, direct=cfg)
+                relations=policy.retrieval.date_relations, light_words=policy.languages.light_verbs.get(language, ()),
+                direct=cfg)
 
 
 def direct_line(found: DirectAnswer, language: str) -> str:
