@@ -264,7 +264,7 @@ RIGHT_OR_ABSENT = _right_or_absent_questions()
 # Answered since issue 44's state words, change ends and year tie (Y3: its sentence in English, read with the
 # question translated).
 ANSWERED = {"Y1": "No", "Y2": "Yes", "Y3": "Não", "Y4": "Sim", "Y5": "8 business days", "Y6": "16 business days",
-            "Y7": "11.2%"}
+            "Y7": "11.2%", "Y9": "No"}
 
 
 @pytest.mark.parametrize("sid", sorted(ANSWERED))
