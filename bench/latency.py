@@ -479,7 +479,7 @@ def build_params(args) -> dict[str, Any]:
 
 
 def embedding_model_for(dims: int) -> str:
-    return USE_MODEL if dims == 512 else f"bench/hash-{dims}"
+    return USE_MODEL if dims == 512 else f"local/bench-hash-{dims}"
 
 
 def ensure_built(args, home: Path, corpus: Corpus, vocab: Vocab, analyzer) -> tuple[EdgeVectorIndex, dict]:
@@ -769,8 +769,8 @@ def graph_setup(home: Path, tenant: int, dims: int, nodes=None):
     ctx = Context(tenant=tenant_name(tenant), home=str(home), policy_path=str(DEFAULT_POLICY_PATH),
                   embedding_model=spec, vector_store="embedded")
     if spec != USE_MODEL:
-        with emb_mod._cached_lock:
-            emb_mod._cached[(spec, str(ctx.home_path))] = emb_mod.CachedEmbeddings(HashEmbeddings(dims), spec, None)
+        # The stand-in joins the local models under its own name: the graph resolves it as it resolves any model.
+        emb_mod.LOCAL_EMBEDDINGS.setdefault(spec.removeprefix("local/"), functools.partial(HashEmbeddings, dims))
     app = compile_graph(store=InMemoryStore(), nodes=nodes)
     return app, ctx
 
