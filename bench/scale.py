@@ -103,6 +103,7 @@ HEADING = "## Scale: one collection from 10k to 1M chunks (`bench/scale.py`)\n\n
 PLOT_PATH = BENCH / "scale.png"
 PEERS = ("BM25Retriever", "LangChain hybrid")
 CAPPED_EXIT = 3  # a peer part stopped at a cap: its JSON says which
+DRIVER_ENV = "RAGATE_SCALE_COMMAND"  # the driver's command line, handed to the parts it runs
 
 
 # --- saved figures --------------------------------------------------------------------------
@@ -144,7 +145,8 @@ def save(args, part: str, size: int, figures: dict[str, Any], started: float, cp
         "started": _dt.datetime.fromtimestamp(started, _dt.UTC).isoformat(timespec="seconds"),
         "seconds": round(time.time() - started, 1), "other_load": cpu.other_load(),
         "loadavg": [round(x, 2) for x in os.getloadavg()], "commit": git_commit(), "code": code_fingerprint(),
-        "command": command_line(),
+        # The command that asked for the part (the driver's, when a driver ran it), not the part's own.
+        "command": os.environ.get(DRIVER_ENV) or command_line(),
     }
     path = out / f"{part_name(part, size, args.many_tenants)}.json"
     tmp = path.with_suffix(".tmp")
@@ -456,7 +458,8 @@ def run_all(args) -> None:
             continue
         log(f"{part} {size:,}: measuring")
         t0 = time.perf_counter()
-        rc = subprocess.run(part_command(args, part, size), cwd=ROOT).returncode
+        rc = subprocess.run(part_command(args, part, size), cwd=ROOT,
+                            env={**os.environ, DRIVER_ENV: command_line()}).returncode
         if rc not in (0, CAPPED_EXIT):
             raise SystemExit(f"{part} at {size:,} chunks failed (exit {rc}); its figures were not saved")
         log(f"{part} {size:,}: {time.perf_counter() - t0:.0f} s")
@@ -472,7 +475,7 @@ def peers_importable() -> bool:
 
 
 def gb(mb: float | None) -> str:
-    return "–" if mb is None else f"{mb / 1024:.2f} GB"
+    return "–" if mb is None else f"{mb / 1024:.2f} GB" if mb >= 1024 else f"{mb:.0f} MB"
 
 
 def serving(sv: dict | None) -> str:
@@ -519,6 +522,19 @@ def peer_cells(p: dict | None, name: str, measured: bool) -> list[str]:
     return [f"{f['build_s_of'][name]:.0f} s", ms(q["p50"]) + fewer, ms(q["p95"])]
 
 
+def commands_of(runs: list[dict]) -> list[str]:
+    """Each command that measured saved figures, with what it measured and when."""
+    by_command: dict[str, list[dict]] = {}
+    for r in runs:
+        by_command.setdefault(r["command"], []).append(r)
+    lines = []
+    for command, rs in by_command.items():
+        parts = ", ".join(part_name(r["params"]["part"], r["params"]["size"], r["params"]["build"]["tenants"])
+                          for r in rs)
+        lines.append(f"- `{command}` ({parts}; {min(r['started'] for r in rs)} – {max(r['started'] for r in rs)})")
+    return lines
+
+
 def report(args, figures: dict[str, Any]) -> str:
     m = machine_info()
     sizes = figures["sizes"]
@@ -533,7 +549,7 @@ def report(args, figures: dict[str, Any]) -> str:
         f"{m['cpu']}, {m['ram']} RAM · Python {m['python']}, qdrant-edge-py {m['qdrant-edge-py']}, langgraph "
         f"{m['langgraph']} · {m['os']} · proactive memory reclaim: {m['reclaim']}",
         "",
-        f"`{command_line()}`",
+        *commands_of(runs),
         "",
         f"**Synthetic data**: seeded random {args.dims}-d unit vectors (no embedding model) and ~{args.words}-word "
         f"Portuguese/English texts from bench/latency.py's generator; {args.tenants} tenants, ~80% of the chunks "
@@ -554,12 +570,12 @@ def report(args, figures: dict[str, Any]) -> str:
         minutes = sum(s[k]["seconds"] for k in ("build", "ragate", "serve") if s[k]) / 60
         lines.append(
             f"| {size:,} | {b['ingest_chunks_s']:,.0f} chunks/s | {b['index_s']:,.0f} s | "
-            f"{b['disk_bytes'] / 1e9:.2f} GB | {serving(sv)} | "
+            f"{gb(b['disk_bytes'] / 2**20)} | {serving(sv)} | "
             f"{gb(b['build_rss']['VmHWM']) if b['build_rss'] else 'reused build'} | "
             f"**{ms(ret['p50'])}** / {ms(ret['p95'])} ms | "
             f"{(ms(gr['wall_p50']) + ' / ' + ms(gr['wall_p95']) + ' ms') if gr else 'off'} | "
             f"{(ms(gr['overhead_p50']) + ' ms') if gr else 'off'} | {load_of(s['build'], s['ragate'], s['serve'])} | "
-            f"{minutes:.0f} |")
+            f"{minutes:.1f} |")
     lines += [
         "",
         "Peers on the same chunks (those some tenant may be served, one index for all tenants, searched without a "
@@ -568,7 +584,7 @@ def report(args, figures: dict[str, Any]) -> str:
         "peer (n is given when fewer ran):",
         "",
         "| chunks | documents | BM25Retriever build / p50 / p95 (ms) | EnsembleRetriever build / p50 / p95 (ms) | "
-        "peers' peak RSS | ragate retrieval p50 | load | minutes |",
+        "peers' peak RSS (the harness's chunks and vectors before building) | ragate retrieval p50 | load | minutes |",
         "|---:|---:|---|---|---:|---:|---|---:|",
     ]
     for size, s in sizes.items():
@@ -576,9 +592,10 @@ def report(args, figures: dict[str, Any]) -> str:
         r = s["ragate"]["figures"]["retrieval"]["p50"] if s["ragate"] else None
         cells = [" / ".join(c for c in peer_cells(p, name, args.peers) if c) for name in PEERS]
         docs = f"{p['figures']['documents']:,}" if p and "documents" in p["figures"] else "–"
-        rss = gb(p["figures"].get("peak_rss_mb")) if p else "–"
+        before = (p["figures"].get("rss_before_build") or {}).get("VmRSS") if p else None
+        rss = f"{gb(p['figures'].get('peak_rss_mb'))} ({gb(before)} before building)" if before else "–"
         lines.append(f"| {size:,} | {docs} | {cells[0]} | {cells[1]} | {rss} | {ms(r)} ms | {load_of(p)} | "
-                     f"{(p['seconds'] / 60) if p else 0:.0f} |")
+                     f"{(p['seconds'] / 60) if p else 0:.1f} |")
     t = figures["tenants"]
     if t:
         f = t["figures"]
@@ -594,7 +611,7 @@ def report(args, figures: dict[str, Any]) -> str:
             f"violations**; plus the retrieval phase's own check of its {ret['n']} queries' "
             f"{round(ret['n'] * (ret['dense_hits_mean'] + ret['lex_hits_mean'])):,} hits (fatal at the first). "
             f"Build {f['build']['load_s']:.0f} s + index {f['build']['index_s']:.0f} s; load {load_of(t)}; "
-            f"{t['seconds'] / 60:.0f} min.",
+            f"{t['seconds'] / 60:.1f} min.",
         ]
     any_ragate = next((s["ragate"]["figures"] for s in sizes.values() if s["ragate"]), None)
     if any_ragate:
@@ -614,11 +631,15 @@ def report(args, figures: dict[str, Any]) -> str:
             "`index.search` − embedding. **Ingest** excludes embedding (the default model embeds ~84 chunks/s "
             "on this machine: at any size it, not the engine, bounds a real ingest). **RSS serving**: peak of a "
             "process that opened the collection, ran the searches, then read every payload and vector once (in "
-            "brackets, what that added to the process before it opened the collection: ragate and its imports); "
+            "brackets, how much of that the collection added to a process that had imported ragate); "
             "**building**: peak of the process that generated and wrote the collection (it also holds the "
             "generator's vectors and ground truth). **Disk**: the collection's folder, allocated bytes.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def chunks_label(size: int) -> str:
+    return f"{size / 1e6:g}M" if size >= 1_000_000 else f"{size / 1e3:g}k" if size >= 1000 else str(size)
 
 
 def plot(args, figures: dict[str, Any], path: Path) -> bool:
@@ -628,6 +649,7 @@ def plot(args, figures: dict[str, Any], path: Path) -> bool:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        import matplotlib.ticker
     except ImportError:
         return False
     sizes = figures["sizes"]
@@ -664,11 +686,15 @@ def plot(args, figures: dict[str, Any], path: Path) -> bool:
     capped = [f"{size:,}" for size, s in sizes.items() if s["peers"] and s["peers"]["figures"].get("capped")]
     lat.set(xscale="log", yscale="log", xlabel="chunks in the collection", ylabel="ms per query (p50; dotted: p95)",
             title="Latency by collection size")
-    mem.set(xscale="log", xlabel="chunks in the collection", ylabel="peak RSS, GB", title="Memory")
+    mem.set(xscale="log", yscale="log", xlabel="chunks in the collection", ylabel="peak RSS, GB", title="Memory")
     if capped:
         lat.text(0.02, 0.02, f"peers stopped at a cap at {', '.join(capped)} chunks", transform=lat.transAxes,
                  fontsize=8)
     for ax in (lat, mem):
+        ax.set_xticks(list(sizes), [chunks_label(size) for size in sizes])
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(f"ragate vs LangChain peers, synthetic {args.dims}-d vectors and texts ({args.tenants} tenants)",
