@@ -48,6 +48,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -459,7 +460,7 @@ def run_all(args) -> None:
         log(f"{part} {size:,}: measuring")
         t0 = time.perf_counter()
         rc = subprocess.run(part_command(args, part, size), cwd=ROOT,
-                            env={**os.environ, DRIVER_ENV: command_line()}).returncode
+                            env={**os.environ, DRIVER_ENV: args.command}).returncode
         if rc not in (0, CAPPED_EXIT):
             raise SystemExit(f"{part} at {size:,} chunks failed (exit {rc}); its figures were not saved")
         log(f"{part} {size:,}: {time.perf_counter() - t0:.0f} s")
@@ -564,7 +565,8 @@ def report(args, figures: dict[str, Any]) -> str:
     for size, s in sizes.items():
         b, r, sv = (s[k]["figures"] if s[k] else None for k in ("build", "ragate", "serve"))
         if not (b and r):
-            lines.append(f"| {size:,} | " + " | ".join(["not measured"] + [""] * 9) + " |")
+            lines.append(f"| {size:,} | " + " | ".join(["not measured: no saved figures (the same command resumes "
+                                                        "there)"] + [""] * 9) + " |")
             continue
         ret, gr = r["retrieval"], (r["graph"] or {}).get("all")
         minutes = sum(s[k]["seconds"] for k in ("build", "ragate", "serve") if s[k]) / 60
@@ -594,7 +596,8 @@ def report(args, figures: dict[str, Any]) -> str:
         docs = f"{p['figures']['documents']:,}" if p and "documents" in p["figures"] else "–"
         before = (p["figures"].get("rss_before_build") or {}).get("VmRSS") if p else None
         rss = f"{gb(p['figures'].get('peak_rss_mb'))} ({gb(before)} before building)" if before else "–"
-        lines.append(f"| {size:,} | {docs} | {cells[0]} | {cells[1]} | {rss} | {ms(r)} ms | {load_of(p)} | "
+        lines.append(f"| {size:,} | {docs} | {cells[0]} | {cells[1]} | {rss} | {ms(r) + ' ms' if r else '–'} | "
+                     f"{load_of(p)} | "
                      f"{(p['seconds'] / 60) if p else 0:.1f} |")
     t = figures["tenants"]
     if t:
@@ -625,7 +628,7 @@ def report(args, figures: dict[str, Any]) -> str:
             "(0 violations, or the run stops), dense recall@50 against exact search. **Whole graph** is the "
             f"compiled graph with the default policy, as {gr['tenant'] if gr else 'one tenant'}, on latency.py's "
             f"{len(GRAPH_QUESTIONS)} questions × {args.graph_rounds} rounds: every node "
-            f"({', '.join(gr['nodes']) if gr else '–'}) with the default models, but the question's vector "
+            f"({', '.join(sorted({n.split(' (')[0] for n in gr['nodes']})) if gr else '–'}) with the default models, but the question's vector "
             "comes from the embedding cache (a stand-in of the collection's dimensions fills it first), so no "
             "embedding model runs: the model costs do not depend on the collection size. **Overhead** = wall − "
             "`index.search` − embedding. **Ingest** excludes embedding (the default model embeds ~84 chunks/s "
@@ -764,6 +767,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--tenants and --queries must be 1 or more, --many-tenants 0 or more")
     if args.part:
         return run_part(args, args.part, args.part_size)
+    args.command = shlex.join([sys.executable, "bench/scale.py", *argv])  # as typed, even when called in-process
     # Each part runs as this script with the same arguments: the driver's own flags mean nothing there.
     args.passthrough = [a for a in argv if a not in ("--write-results", "--report-only", "--redo")]
     if not args.report_only:
