@@ -559,7 +559,7 @@ def report(args, figures: dict[str, Any]) -> str:
         f"from {SEARCH_INDEX_MIN_POINTS:,} chunks (`build_search_index`).",
         "",
         "| chunks | ingest, no embedding | index build | disk | RSS serving (+ the collection) | RSS building "
-        "| **retrieval p50 / p95** | whole graph wall p50 / p95 | graph overhead p50 | load, ragate parts | minutes |",
+        "| **retrieval p50 / p95** | whole graph wall p50 / p95 | graph overhead p50 | load: building / measuring | minutes |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for size, s in sizes.items():
@@ -576,7 +576,8 @@ def report(args, figures: dict[str, Any]) -> str:
             f"{gb(b['build_rss']['VmHWM']) if b['build_rss'] else 'reused build'} | "
             f"**{ms(ret['p50'])}** / {ms(ret['p95'])} ms | "
             f"{(ms(gr['wall_p50']) + ' / ' + ms(gr['wall_p95']) + ' ms') if gr else 'off'} | "
-            f"{(ms(gr['overhead_p50']) + ' ms') if gr else 'off'} | {load_of(s['build'], s['ragate'], s['serve'])} | "
+            f"{(ms(gr['overhead_p50']) + ' ms') if gr else 'off'} | {load_of(s['build'])} / "
+            f"{load_of(s['ragate'], s['serve'])} | "
             f"{minutes:.1f} |")
     lines += [
         "",
@@ -690,14 +691,17 @@ def plot(args, figures: dict[str, Any], path: Path) -> bool:
     lat.set(xscale="log", yscale="log", xlabel="chunks in the collection", ylabel="ms per query (p50; dotted: p95)",
             title="Latency by collection size")
     mem.set(xscale="log", yscale="log", xlabel="chunks in the collection", ylabel="peak RSS, GB", title="Memory")
-    if capped:
-        lat.text(0.02, 0.02, f"peers stopped at a cap at {', '.join(capped)} chunks", transform=lat.transAxes,
-                 fontsize=8)
+    missing = [chunks_label(size) for size, s in sizes.items() if not s["ragate"]]
+    notes = ([f"peers stopped at a cap at {', '.join(capped)} chunks"] if capped else []) + (
+        [f"not measured: {', '.join(missing)}"] if missing else [])
+    if notes:
+        lat.text(0.02, 0.98, "; ".join(notes), transform=lat.transAxes, fontsize=8, va="top")
     for ax in (lat, mem):
         ax.set_xticks(list(sizes), [chunks_label(size) for size in sizes])
         ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
         ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
-        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.FormatStrFormatter("%g") if ax is mem
+                                     else matplotlib.ticker.NullFormatter())
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
     fig.suptitle(f"ragate vs LangChain peers, synthetic {args.dims}-d vectors and texts ({args.tenants} tenants)",
