@@ -54,8 +54,9 @@ bench: install
 	$(BIN)/python bench/latency.py
 
 # The scale curve (bench/scale.py): 10k, 100k and 1M synthetic chunks, ragate next to LangChain's BM25Retriever and
-# EnsembleRetriever (the bench extra), plotted with matplotlib (the eval extra). About 1.5 hours on 2 cores, most of
-# it the 1M collection; a run that stops resumes at the part it was in. Other sizes: SCALE_ARGS="--sizes 10000,100000".
+# EnsembleRetriever (the bench extra), plotted with matplotlib (the eval extra). Hours on 2 cores: the 1M collection's
+# index build had not finished after 82 minutes (bench/RESULTS.md, "Scale"); 10k, 100k and the 1,000 tenants take
+# ~15 minutes. A run that stops resumes at the part it was in. Other sizes: SCALE_ARGS="--sizes 10000,100000".
 bench-scale: $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[bench,eval]"
 	$(BIN)/python bench/scale.py $(SCALE_ARGS)
