@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 LS_VENV ?= .venv-langserve
 LS_BIN  := $(LS_VENV)/bin
 
-.PHONY: demo test serve install install-test install-serve install-langserve test-langserve bench dist clean reader
+.PHONY: demo test serve install install-test install-serve install-langserve test-langserve bench bench-scale dist clean reader
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,14 @@ test-langserve: install-langserve
 
 bench: install
 	$(BIN)/python bench/latency.py
+
+# The scale curve (bench/scale.py): 10k, 100k and 1M synthetic chunks, ragate next to LangChain's BM25Retriever and
+# EnsembleRetriever (the bench extra), plotted with matplotlib (the eval extra). Hours on 2 cores: the 1M collection's
+# index build had not finished after 82 minutes (bench/RESULTS.md, "Scale"); 10k, 100k and the 1,000 tenants take
+# ~15 minutes. A run that stops resumes at the part it was in. Other sizes: SCALE_ARGS="--sizes 10000,100000".
+bench-scale: $(BIN)/python
+	$(BIN)/pip install --quiet -e ".[bench,eval]"
+	$(BIN)/python bench/scale.py $(SCALE_ARGS)
 
 # The reader (graph/providers/reader_files/), rebuilt from the public data in $(DATASETS). Each `make reader`
 # is one piece of at most READER_MINUTES of training: it resumes the unfinished stage from its checkpoint under

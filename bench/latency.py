@@ -434,7 +434,10 @@ def machine_info() -> dict[str, str]:
 
 
 def command_line() -> str:
-    return shlex.join([sys.executable, "bench/latency.py", *sys.argv[1:]])
+    """The command that is running: this script's, or that of the bench script that imported it (bench/scale.py)."""
+    script = Path(sys.argv[0])
+    name = script.name if script.suffix == ".py" and script.resolve().parent == OUT_DIR.parent else "latency.py"
+    return shlex.join([sys.executable, f"bench/{name}", *sys.argv[1:]])
 
 
 def code_fingerprint() -> str:
@@ -479,7 +482,7 @@ def build_params(args) -> dict[str, Any]:
 
 
 def embedding_model_for(dims: int) -> str:
-    return USE_MODEL if dims == 512 else f"bench/hash-{dims}"
+    return USE_MODEL if dims == 512 else f"local/bench-hash-{dims}"
 
 
 def ensure_built(args, home: Path, corpus: Corpus, vocab: Vocab, analyzer) -> tuple[EdgeVectorIndex, dict]:
@@ -726,6 +729,19 @@ def retrieval_phase(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyz
     }
 
 
+def measured_retrieval(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyzer, args) -> dict:
+    """`retrieval_phase` out of the harness's way, with the load other processes put on the machine meanwhile."""
+    corpus.row_by_point("")  # build the lookup now
+    # The harness's own ~10^6 long-lived objects (corpus, ground truth) would make every full
+    # garbage collection scan them, inflating tail latencies of the code under test: exempt them.
+    gc.collect()
+    gc.freeze()
+    cpu = CpuMonitor()
+    ret = retrieval_phase(index, corpus, vocab, analyzer, args)
+    ret["other_load"] = cpu.other_load()
+    return ret
+
+
 # --- 3. whole graph ------------------------------------------------------------------------
 
 GRAPH_QUESTIONS = [
@@ -769,8 +785,8 @@ def graph_setup(home: Path, tenant: int, dims: int, nodes=None):
     ctx = Context(tenant=tenant_name(tenant), home=str(home), policy_path=str(DEFAULT_POLICY_PATH),
                   embedding_model=spec, vector_store="embedded")
     if spec != USE_MODEL:
-        with emb_mod._cached_lock:
-            emb_mod._cached[(spec, str(ctx.home_path))] = emb_mod.CachedEmbeddings(HashEmbeddings(dims), spec, None)
+        # The stand-in joins the local models under its own name: the graph resolves it as it resolves any model.
+        emb_mod.LOCAL_EMBEDDINGS.setdefault(spec.removeprefix("local/"), functools.partial(HashEmbeddings, dims))
     app = compile_graph(store=InMemoryStore(), nodes=nodes)
     return app, ctx
 
@@ -1317,16 +1333,18 @@ def report(args, stored: dict, ret: dict, gr: dict | None, embed_rate: float | N
     return out
 
 
-def write_results(block: str) -> None:
+def write_results(block: str, begin: str = BEGIN, end: str = END, heading: str = "") -> None:
+    """Replace the block between `begin` and `end` in bench/RESULTS.md (appended, after `heading`, when the file
+    has no such markers yet); everything outside them is kept."""
     text = RESULTS_PATH.read_text() if RESULTS_PATH.exists() else (
         "# ragate latency benchmark — results\n\nProduced by `bench/latency.py --write-results` "
         "(see bench/README.md). The block between the markers is regenerated; notes outside it are kept.\n\n"
         f"{BEGIN}\n{END}\n")
-    if BEGIN not in text or END not in text:
-        text = text.rstrip() + f"\n\n{BEGIN}\n{END}\n"
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    RESULTS_PATH.write_text(f"{head}{BEGIN}\n{block.rstrip()}\n{END}{tail}")
+    if begin not in text or end not in text:
+        text = text.rstrip() + f"\n\n{heading}{begin}\n{end}\n"
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    RESULTS_PATH.write_text(f"{head}{begin}\n{block.rstrip()}\n{end}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1370,16 +1388,9 @@ def main(argv: list[str] | None = None) -> int:
     log(f"corpus structure and vectors in {time.perf_counter() - t0:.1f} s "
         f"({len(corpus.docs):,} documents, {corpus.gated.mean():.1%} of chunks pass the gates)")
     index, stored = ensure_built(args, home, corpus, vocab, analyzer)
-    corpus.row_by_point("")  # build the lookup now
-    # The harness's own ~10^6 long-lived objects (corpus, ground truth) would make every full
-    # garbage collection scan them, inflating tail latencies of the code under test: exempt them.
-    gc.collect()
-    gc.freeze()
 
     log(f"retrieval: {args.queries} timed sub-queries (+{args.warmup} warm-up)")
-    cpu = CpuMonitor()
-    ret = retrieval_phase(index, corpus, vocab, analyzer, args)
-    ret["other_load"] = cpu.other_load()
+    ret = measured_retrieval(index, corpus, vocab, analyzer, args)
     log(f"retrieval p50 {ret['p50']:.2f} ms, p95 {ret['p95']:.2f} ms, recall@{args.limit} {ret['recall_mean']:.4f}")
 
     gr = None

@@ -207,8 +207,11 @@ def vectors_check(chunks: list[Chunk], vectors: list[list[float]]) -> dict[str, 
 # --- the peers -------------------------------------------------------------------------------
 
 
-def build_peers(chunks: list[Chunk], embeddings, k: int) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The LangChain retrievers over the same chunks; (retrievers by row name, build report)."""
+def build_peers(chunks: list[Chunk], embeddings, k: int,
+                diagnostics: bool = True) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The LangChain retrievers over the same chunks; (retrievers by row name, build report). Without
+    `diagnostics`, only the peers themselves (the hybrid, its dense retriever and BM25Retriever): no
+    second BM25 index for the word-token row."""
     with warnings.catch_warnings():  # langchain-community announces its sunset on import
         warnings.simplefilter("ignore", DeprecationWarning)
         from langchain_community.retrievers import BM25Retriever
@@ -236,10 +239,11 @@ def build_peers(chunks: list[Chunk], embeddings, k: int) -> tuple[dict[str, Any]
     started = time.perf_counter()
     bm25 = BM25Retriever.from_documents(docs, k=k)
     report["bm25_build_s"] = round(time.perf_counter() - started, 2)
-    bm25_words = BM25Retriever.from_documents(docs, k=k, preprocess_func=word_tokens)
     hybrid = EnsembleRetriever(retrievers=[bm25, dense], weights=list(WEIGHTS))
-    return ({"LangChain hybrid": hybrid, "BM25Retriever": bm25, "LangChain dense": dense,
-             "BM25Retriever, word tokens": bm25_words}, report)
+    retrievers = {"LangChain hybrid": hybrid, "BM25Retriever": bm25, "LangChain dense": dense}
+    if diagnostics:
+        retrievers["BM25Retriever, word tokens"] = BM25Retriever.from_documents(docs, k=k, preprocess_func=word_tokens)
+    return retrievers, report
 
 
 @dataclass
