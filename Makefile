@@ -10,7 +10,8 @@ BIN    := $(VENV)/bin
 LS_VENV ?= .venv-langserve
 LS_BIN  := $(LS_VENV)/bin
 
-.PHONY: demo test serve install install-test install-serve install-langserve test-langserve bench bench-scale dist clean reader
+.PHONY: demo test serve install install-test install-serve install-langserve test-langserve bench bench-scale dist \
+        clean reader
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)

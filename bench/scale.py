@@ -782,6 +782,8 @@ def main(argv: list[str] | None = None) -> int:
     if plotted:
         shown = Path(args.plot).resolve()
         block += f"\nPlot: `{shown.relative_to(ROOT) if shown.is_relative_to(ROOT) else shown}`.\n"
+    else:
+        log("no plot: matplotlib is not installed (pip install -e '.[eval]')")
     print(block)
     if args.write_results:
         write_results(block, BEGIN, END, HEADING)

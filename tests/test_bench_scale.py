@@ -101,8 +101,11 @@ def test_the_table_the_plot_and_the_results_block(run):
         assert re.fullmatch(r"\*\*[\d.]+\*\* / [\d.]+ ms", cells[6]), cells  # retrieval p50 / p95
         assert "not measured" not in row
     assert "**0 violations**" in table and "10 tenants in one collection" in table
-    png = Path(run.tmp / "scale.png").read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    if importlib.util.find_spec("matplotlib") is not None:  # the eval extra; `make test` installs the test one
+        png = Path(run.tmp / "scale.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    else:
+        assert not (run.tmp / "scale.png").exists() and "Plot:" not in table
     text = run.results.read_text()
     assert text.startswith("# results\n\nkept above\n") and "## Scale" in text
     block = text.split("<!-- scale:begin -->", 1)[1].split("<!-- scale:end -->", 1)[0]
