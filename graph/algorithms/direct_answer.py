@@ -965,7 +965,7 @@ def _of_the_asked_year(found: DirectAnswer, question: QuestionWords, months: Map
     sentence = found.sentence
     years = [(m.start(), m.end(), m.group(0)) for m in YEAR.finditer(sentence)]
     if (len(asked) != 1 or found.also_from or len({y for _, _, y in years}) < 2
-            or any(w in month_names(months) for w in _WORDS.findall(fold(question.text)))):
+            or not month_names(months).isdisjoint(_WORDS.findall(fold(question.text)))):
         return found
     spans = _amounts(sentence, months)
     chosen = _span_of(found, spans)

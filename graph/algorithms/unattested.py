@@ -8,7 +8,7 @@ from graph.algorithms.answer_points import chunk_title
 from graph.algorithms.cross_language import answered_by_meaning, in_another_language
 from graph.algorithms.direct_answer import names_in
 from graph.algorithms.question_form import question_form
-from graph.algorithms.text import YEAR, Analyzer, fold, has_any_phrase
+from graph.algorithms.text import YEAR, Analyzer, fold, has_any_phrase, month_names
 from graph.state import Chunk
 
 
@@ -44,7 +44,7 @@ def unattested_names(question: str, language: str, chunks: list[Chunk], analyzer
     may be translated there."""
     if not chunks or any(in_another_language(c, language) for c in chunks):
         return []
-    months = {fold(m) for names in policy.languages.months.values() for m in names}
+    months = month_names(policy.languages.months)
     sources = {fold(s) for s in named_sources}
     names = [n for n in question_names(question, language, analyzer, months) if fold(n) not in sources]
     if not names:
@@ -58,7 +58,7 @@ def documents_naming(question: str, language: str, chunks: list[Chunk], analyzer
     "Is the Pinterest campaign still active?"; not "Acme", which every one of a tenant's documents holds), in their
     text, title or metadata; None when the question names no such name, or several. A sentence of a document that names none
     of them is about something else ("The campaign is active" of the Google campaign's report)."""
-    months = {fold(m) for names in policy.languages.months.values() for m in names}
+    months = month_names(policy.languages.months)
     names = question_names(question, language, analyzer, months)
     if not names:
         return None
