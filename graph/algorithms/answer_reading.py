@@ -29,7 +29,7 @@ from typing import Any
 
 from graph.algorithms.changes import asked_end, end_held
 from graph.algorithms.direct_answer import DirectAnswer
-from graph.algorithms.opposites import names_a_state, yes_or_no
+from graph.algorithms.opposites import yes_or_no
 from graph.algorithms.passages import claim_sentences
 from graph.algorithms.text import citations_in, fold, tokens_f1
 from graph.policy import ReaderChecks
@@ -129,7 +129,7 @@ def _check_yes_no(reader: Any, question: str, said: str, passage: str, settings:
     the head is not asked: it reads "Did the Pinterest campaign meet the minimum ROAS?" as yes (0.88) against "it
     stayed below the minimum ROAS of 3.0", and is right about half the time on MultiHop-RAG's yes/no questions
     (balanced accuracy 0.553; README "The reader in compose and judge")."""
-    by_words = yes_or_no(question, passage) if names_a_state(question) else None
+    by_words = yes_or_no(question, passage)  # None when the question names no state, or the passage does not decide
     if by_words is not None:
         outcome = CONFIRMED if by_words == said else CONTRADICTED
         return _decided(outcome, f"{by_words} (its words of a state and its opposite)",

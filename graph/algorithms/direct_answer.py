@@ -812,16 +812,16 @@ def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: Que
     by_doc: dict[str, list[Candidate]] = defaultdict(list)
     for c in candidates:
         by_doc[c.doc_id].append(c)
+    light = {fold(w) for w in light_words}
     supporting: list[Candidate] = []
     for part in parts:
         states = names_a_state(part)
+        words = question.held(part)
         # A state word is read by its sense, not matched ("encerrada" answers "segue ativa?"): the document must
         # hold the rest of the part.
-        words = question.held(part)
+        stated = question.held(" ".join(state_words(part))) if states else frozenset()
         # Nor is a word of tense or aspect ("still", `light_words`: the language's `light_verbs`): it names nothing.
-        unasked = " ".join([*(state_words(part) if states else []), *(w for w in _WORDS.findall(part)
-                                                                     if fold(w) in {fold(x) for x in light_words})])
-        rest = words - question.held(unasked)
+        rest = words - stated - question.held(" ".join(w for w in _WORDS.findall(part) if fold(w) in light))
         if not rest:
             continue
         share = {doc: len(rest & frozenset().union(*(c.terms for c in cs))) / len(rest) for doc, cs in by_doc.items()}
@@ -834,7 +834,6 @@ def _yes_no(parts: Sequence[str], candidates: Sequence[Candidate], question: Que
             # The sentences that read its state, holding two of the part's words (its state by either side) and half
             # as many as the one holding most, the fullest first; all must read it alike. One holding less is about
             # something else ("the refund time fell" for "did the return rate rise?").
-            stated = question.held(" ".join(state_words(part)))
             read = [(yes_or_no(part, c.text), c) for c in ranked]
             holding = {id(c): len((words - stated) & c.terms) + (reading is not None) for reading, c in read}
             least = max(2.0, max(holding.values()) / 2)
