@@ -525,7 +525,7 @@ class EdgeVectorIndex:
         return to_hits([(p.id, p.score) for p in dense_res]), to_hits([(p.id, p.score) for p in sparse_res])
 
     def features(self, collection, *, tenant, point_ids, similarity_to, match_terms, flags=None):
-        governance_filter(tenant)  # no tenant, no read
+        gate = governance_filter(tenant)  # no tenant, no read
         shard = self._shard(collection)
         ids = engine_ids(point_ids)
         if shard is None or not ids or (similarity_to is None and not match_terms):
@@ -560,7 +560,7 @@ class EdgeVectorIndex:
         if similarity_to is not None:
             # By the engine, in one exact search over the candidates: read into Python and converted, a
             # dense vector cost ~23 µs a point, most of this call's time on a question's ~100 new candidates.
-            found = shard.query_batch(QueryBatchRequest([_similarity_request(tenant, ids, similarity_to)]))[0]
+            found = shard.query_batch(QueryBatchRequest([_similarity_request(gate, ids, similarity_to)]))[0]
             for p in found:
                 if int(p.id) in out:
                     out[int(p.id)].similarity = float(p.score)
@@ -582,7 +582,7 @@ class EdgeVectorIndex:
                                          filter=Filter(must=[*only_these, *_conditions(condition)]),
                                          with_payload=False, params=exact))
         if similarity_to is not None:
-            requests.append(_similarity_request(tenant, ids, similarity_to))
+            requests.append(_similarity_request(gate, ids, similarity_to))
         return hit_features(list(shard.query_batch(QueryBatchRequest(requests))), terms, [name for name, _ in named],
                             similarity_to is not None)
 
@@ -747,10 +747,10 @@ def _conditions(fields: dict[str, Any]) -> list[FieldCondition]:
     return [_condition(key, value) for key, value in fields.items()]
 
 
-def _similarity_request(tenant: str, ids: list[int], query: list[float]) -> QueryRequest:
-    """The cosine of each of the candidates `ids` that pass the gates to `query`: an exact search over them
-    alone, every one of them returned."""
-    only_these = [*governance_filter(tenant).must, HasIdCondition(set(ids))]
+def _similarity_request(gate: Filter, ids: list[int], query: list[float]) -> QueryRequest:
+    """The cosine of each of the candidates `ids` that pass the `gate` (the tenant's `governance_filter`) to `query`:
+    an exact search over them alone, every one of them returned."""
+    only_these = [*gate.must, HasIdCondition(set(ids))]
     return QueryRequest(query=Query.Nearest(list(query), using=DENSE), limit=len(set(ids)),
                         filter=Filter(must=only_these), with_payload=False, params=SearchParams(exact=True))
 
