@@ -39,9 +39,11 @@ import platform
 import pstats
 import shlex
 import shutil
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
@@ -438,6 +440,22 @@ def command_line() -> str:
     script = Path(sys.argv[0])
     name = script.name if script.suffix == ".py" and script.resolve().parent == OUT_DIR.parent else "latency.py"
     return shlex.join([sys.executable, f"bench/{name}", *sys.argv[1:]])
+
+
+def git_commit(paths: Sequence[str] = ("graph", "nodes", "policies")) -> str:
+    """The checked-out commit, and which of `paths` hold uncommitted changes ("unknown" outside a git checkout):
+    what a recorded figure was measured on."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *paths], cwd=ROOT, capture_output=True,
+                               text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    if not head:
+        return "unknown"
+    changed = sorted({line[3:].split("/")[0] if "/" in line[3:] else line[3:] for line in dirty.splitlines()})
+    return f"{head}" + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
 
 
 def code_fingerprint() -> str:

@@ -69,7 +69,7 @@ ROOT = BENCH.parent
 if str(BENCH) not in sys.path:  # the sibling benches, when imported rather than run
     sys.path.insert(0, str(BENCH))
 
-from latency import CpuMonitor, code_fingerprint, log, machine_info, pct, run_header, stop_process_group  # noqa: E402
+from latency import CpuMonitor, code_fingerprint, git_commit, log, machine_info, pct, run_header, stop_process_group  # noqa: E402
 from llm_paths import sample_questions  # noqa: E402
 
 RESULTS_PATH = BENCH / "RESULTS.md"
@@ -358,19 +358,8 @@ def summarize(results: list[Result], wall_s: float) -> dict[str, Any]:
     }
 
 
-def git_commit() -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "graph", "nodes", "policies", "langgraph.json",
-                                "pyproject.toml"], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    if not head:
-        return "unknown"
-    changed = sorted({line[3:].split("/")[0] if "/" in line[3:] else line[3:] for line in dirty.splitlines()})
-    return f"{head}" + (f" + uncommitted changes in {', '.join(changed)}" if changed else "")
-
+# What the served figures depend on: the code, the policy and the server's own configuration.
+LOAD_PATHS = ("graph", "nodes", "policies", "langgraph.json", "pyproject.toml")
 
 SECRET_FLAGS = ("--key-acme", "--key-globex")
 
@@ -649,7 +638,7 @@ def fault_figures(args, argv, provider, results, timed, cpu, started, where, que
     chat = (f"chat proxied to {args.chat_url}" if args.chat_url else
             f"echo chat model, reworded claims in {args.paraphrase:.0%} of the answers") if "chat" in rates else "no chat"
     figures = {
-        "started": started, "command": command_line(argv), "commit": git_commit(), "code": code_fingerprint(),
+        "started": started, "command": command_line(argv), "commit": git_commit(LOAD_PATHS), "code": code_fingerprint(),
         "machine": machine_info(), "server": where,
         "args": {k: v for k, v in vars(args).items()},
         "questions": {t: len(q) for t, q in questions.items()},
@@ -787,7 +776,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> int:
             return 0 if passed else 1
         passed = timed["errors"] == 0 and timed["latency_ms"]["p99"] <= TARGET_P99_MS and timed["requests"] > 0
         figures = {
-            "started": started, "command": command_line(argv), "commit": git_commit(), "code": code_fingerprint(),
+            "started": started, "command": command_line(argv), "commit": git_commit(LOAD_PATHS), "code": code_fingerprint(),
             "machine": machine_info(), "server": where,
             "args": {k: ("KEY" if v and k in ("key_acme", "key_globex") else v) for k, v in vars(args).items()
                      if not (k in FAULT_ARGS or k == "max_runs" and v is None)},

@@ -80,6 +80,7 @@ from latency import (
     code_fingerprint,
     command_line,
     ensure_built,
+    git_commit,
     graph_phase,
     log,
     machine_info,
@@ -145,7 +146,7 @@ def save(args, part: str, size: int, figures: dict[str, Any], started: float, cp
         "params": part_params(args, part, size), "figures": figures,
         "started": _dt.datetime.fromtimestamp(started, _dt.UTC).isoformat(timespec="seconds"),
         "seconds": round(time.time() - started, 1), "other_load": cpu.other_load(),
-        "loadavg": [round(x, 2) for x in os.getloadavg()], "commit": git_commit(), "code": code_fingerprint(),
+        "loadavg": [round(x, 2) for x in os.getloadavg()], "commit": git_commit(("graph", "nodes", "policies", "bench")), "code": code_fingerprint(),
         # The command that asked for the part (the driver's, when a driver ran it), not the part's own.
         "command": os.environ.get(DRIVER_ENV) or command_line(),
     }
@@ -153,17 +154,6 @@ def save(args, part: str, size: int, figures: dict[str, Any], started: float, cp
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=2, default=float))
     tmp.replace(path)
-
-
-def git_commit() -> str:
-    try:
-        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "graph", "nodes", "policies",
-                                "bench"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return commit + ("+changes" if dirty else "")
 
 
 # --- shared set-up --------------------------------------------------------------------------
