@@ -26,6 +26,7 @@ SETTINGS = ReaderChecks()
 class Span:
     text: str
     score: float
+    start: int = 0  # where the reader read it in its passage
 
 
 @dataclass
@@ -300,4 +301,9 @@ def test_the_readers_own_span_becomes_a_direct_answer_read_in_its_sentence():
     assert found.sentence.startswith("Acme Moda's online return rate was 9.8%")
     assert span_answer(Span("a span far longer than any direct answer may ever be, twelve words", 5.0), chunk, 12) is None
     assert span_answer(Span("not in the text", 5.0), chunk, 12) is None
-    assert ReaderChecks().span_chunks == 0  # off by default: see graph/policy.py ReaderChecks.span_chunks
+    # Read where the reader read it: the second sentence saying the same words is its evidence, not the first.
+    twice = {"docId": "d", "content": "The 2024 review ranked Acme the best retailer in Recife. In the 2025 guide, "
+             "Acme came first as the best retailer in Recife."}
+    second = twice["content"].rindex("best retailer in Recife")
+    assert span_answer(Span("best retailer in Recife", 5.0, second), twice, 12).sentence.startswith("In the 2025 guide")
+    assert span_answer(Span("best retailer in Recife", 5.0, 0), twice, 12).sentence.startswith("The 2024 review")

@@ -31,7 +31,7 @@ from graph.algorithms.changes import asked_end, end_held
 from graph.algorithms.direct_answer import DirectAnswer
 from graph.algorithms.opposites import yes_or_no
 from graph.algorithms.passages import claim_sentences
-from graph.algorithms.text import citations_in, fold, tokens_f1
+from graph.algorithms.text import citations_in, fold, split_sentences, tokens_f1
 from graph.policy import ReaderChecks
 from graph.prompts import phrase
 from graph.state import Chunk, Verdict
@@ -187,5 +187,21 @@ def span_answer(span: Any, chunk: Chunk, max_words: int) -> DirectAnswer | None:
     text = span.text.strip(" .,;:")
     if not text or len(text.split()) > max_words:
         return None
-    sentence = next((s for _, s in claim_sentences(chunk["content"]) if text in s), None)
+    sentence = _sentence_holding(text, span.start, chunk["content"])
     return DirectAnswer(text, (chunk["docId"],), "span", sentence) if sentence else None
+
+
+def _sentence_holding(text: str, start: int, content: str) -> str | None:
+    """The quotable sentence of `content` where the reader read `text` (at character `start`), not merely the
+    first one holding the same words: "a melhor universidade de Mato Grosso do Sul" is read in the 2014 ranking's
+    sentence, and the IGC's sentence, which says it too, is not its evidence. A span in a sentence that cannot
+    be quoted (a title, a fragment) falls back to the first quotable one holding it."""
+    nth = content[:start].count(text)  # the same words read earlier in the passage
+    quotable = dict(claim_sentences(content))
+    seen = 0
+    for position, raw in enumerate(split_sentences(content)):
+        held = raw.count(text)
+        if seen <= nth < seen + held and text in quotable.get(position, ""):
+            return quotable[position]
+        seen += held
+    return next((s for s in quotable.values() if text in s), None)

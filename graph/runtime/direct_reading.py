@@ -38,7 +38,7 @@ def reader_answer(question: str, language: str, parts: Sequence[str], chunks: Se
     """The reader's own direct answer to a one-part question (`parts`: its sub-queries) that asks for something
     other than yes or no: its best span over the first `reader.span_chunks` chunks, when it finds it likelier
     than "no answer here" by `reader.answer_margin`; None without one, or without the reader (`notes` say why).
-    The settings are looked at first: off (the default), it costs nothing."""
+    The settings are looked at first: turned off (`reader.span_chunks: 0`), it costs nothing."""
     settings = policy.reader
     if not settings.enabled or not settings.span_chunks or not chunks or len(parts) > 1:
         return None
