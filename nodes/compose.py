@@ -88,14 +88,15 @@ def cross_lingual_relevance(question: str, language: str, chunks: list[Chunk], p
 
 
 def read_in_evidence_language(question: str, sub_queries: list[str], language: str, chunks: list[Chunk],
-                              ctx: Context, margin: float, notes: list[str]) -> tuple[str, list[str], str] | None:
+                              ctx: Context, margin: float | None, notes: list[str]) -> tuple[str, list[str], str] | None:
     """(the question, its parts, the language) put into the language of the best chunk, when that is another
     than the question's and the configured translator (`Context.translation_model`) translates between them;
     else None, and the composer ranks that evidence by meaning (`cross_lingual_relevance`). Words match
     where meaning alone chose the wrong sentence: "What is the media budget of the 2026 winter playbook?"
     was answered "Esta versão substitui o playbook de inverno 2025" by meaning, and by the words of
-    "Qual é o orçamento da mídia do playbook de inverno 2026?" with its R$ 3,9 milhões. A failing
-    translator leaves the meaning path, and `notes` say so."""
+    "Qual é o orçamento da mídia do playbook de inverno 2026?" with its R$ 3,9 milhões. `margin` None: whatever
+    the evidence in the question's language scores. A failing translator leaves the meaning path, and `notes` say
+    so."""
     if not answered_by_meaning(chunks, language):
         return None
     # Evidence in the question's language that scores close to the best is read as it is, and wins where it
@@ -103,7 +104,7 @@ def read_in_evidence_language(question: str, sub_queries: list[str], language: s
     # … ao fim do 3º trimestre de 2025" is answered by the Portuguese report's 412 mil, not by the English
     # one's later count, read with the question in English.
     own = max((c["rerankScore"] for c in chunks if not in_another_language(c, language)), default=0.0)
-    if own >= margin * chunks[0]["rerankScore"]:
+    if margin is not None and own >= margin * chunks[0]["rerankScore"]:
         return None
     evidence_language = (chunks[0].get("metadata") or {}).get("language") or language
     try:
@@ -192,16 +193,33 @@ def read_extractive(question: str, sub_queries: list[str], language: str, releva
                     errors: list[str]) -> tuple[ExtractiveAnswer, DirectCheck | None]:
     """The deterministic answer (`extractive_answer`), and what the reader made of its direct answer (None:
     it gave none). When the best evidence is in another language, the question put into it is read there by
-    its words; otherwise it is read as asked, evidence in another language by meaning. A direct answer the
-    reader does not confirm is withheld: the answer is read again without one, and opens with its evidence."""
+    its words; otherwise it is read as asked, evidence in another language by meaning, and read again in that
+    language's words when that gives no direct answer. A direct answer the reader does not confirm is withheld:
+    the answer is read again without one, and opens with its evidence."""
+    noted = len(errors)
     reading = read_in_evidence_language(question, sub_queries, language, relevant, ctx,
                                         policy.compose.direct.own_language_margin, errors)
-    asked, parts_asked, read_language = reading or (question, sub_queries, language)
+    translator_failed = len(errors) > noted
     relevance = None if reading else cross_lingual_relevance(question, language, relevant, policy, ctx, errors)
-    read = functools.partial(extractive_answer, asked, parts_asked, read_language, relevant, analyzer, policy, relevance,
-                             part_leads(hits, relevant), reply_language=language,
-                             part_names=dict(zip(parts_asked, sub_queries)))
+    leads = part_leads(hits, relevant)
+
+    def reader_of(asked: str, parts_asked: list[str], read_language: str, relevance) -> Callable[..., ExtractiveAnswer]:
+        return functools.partial(extractive_answer, asked, parts_asked, read_language, relevant, analyzer, policy,
+                                 relevance, leads, reply_language=language, part_names=dict(zip(parts_asked, sub_queries)))
+
+    asked, parts_asked, read_language = reading or (question, sub_queries, language)
+    read = reader_of(asked, parts_asked, read_language, relevance)
     extractive = read()
+    if extractive.found is None and reading is None and not translator_failed:
+        # No direct answer in the question's words, over a best chunk in another language: read it again in that
+        # language's words, and keep that reading when it gives one. "A taxa de devolução online da Acme caiu em
+        # 2025?" holds too few of the English report's words ("taxa de devolução" is its "return rate") to be
+        # read there; put into English, it is answered by "9.8% of orders in 2025, down from 11.2% in 2024".
+        again = read_in_evidence_language(question, sub_queries, language, relevant, ctx, None, errors)
+        read_again = reader_of(*again, None) if again else None
+        translated = read_again() if read_again else None
+        if translated and translated.found is not None:
+            (asked, parts_asked, read_language), read, extractive = again, read_again, translated
     check = None
     if extractive.found is not None:
         found = extractive.found
