@@ -33,6 +33,7 @@ from typing import Any, Protocol
 
 import numpy as np
 from qdrant_edge import (
+    DatetimeIndexParams,
     Distance,
     EdgeConfig,
     EdgeShard,
@@ -43,11 +44,11 @@ from qdrant_edge import (
     Filter,
     HasIdCondition,
     HnswIndexConfig,
+    IntegerIndexParams,
     KeywordIndexParams,
     MatchAny,
     MatchValue,
     Modifier,
-    PayloadSchemaType,
     Point,
     Query,
     QueryBatchRequest,
@@ -475,12 +476,17 @@ class EdgeVectorIndex:
             )
             shard = EdgeShard.create(str(shard_dir), config)
             shard.update(UpdateOperation.create_field_index(TENANT_FIELD, KeywordIndexParams(is_tenant=True)))
+            # Only the tenant's values get graphs of their own (every search filters by one tenant). A field
+            # indexed with its HNSW links left on gets a graph for each of its values holding more than
+            # `full_scan_threshold` points: the gates' few values (status, isApprovedForAI) cover most of the
+            # collection, so each is the whole graph built once more.
             for name in KEYWORD_INDEXES:
-                shard.update(UpdateOperation.create_field_index(name, PayloadSchemaType.Keyword))
+                shard.update(UpdateOperation.create_field_index(name, KeywordIndexParams(enable_hnsw=False)))
             for name in INTEGER_INDEXES:
-                shard.update(UpdateOperation.create_field_index(name, PayloadSchemaType.Integer))
+                shard.update(UpdateOperation.create_field_index(name, IntegerIndexParams(lookup=True, range=True,
+                                                                                         enable_hnsw=False)))
             for name in DATETIME_INDEXES:
-                shard.update(UpdateOperation.create_field_index(name, PayloadSchemaType.Datetime))
+                shard.update(UpdateOperation.create_field_index(name, DatetimeIndexParams(enable_hnsw=False)))
             shard.flush()
             self._shards[collection] = shard
             # The manifest is written last: a folder without it is an unfinished create.
