@@ -203,12 +203,12 @@ def read_extractive(question: str, sub_queries: list[str], language: str, releva
     relevance = None if reading else cross_lingual_relevance(question, language, relevant, policy, ctx, errors)
     leads = part_leads(hits, relevant)
 
-    def reader_of(asked: str, parts_asked: list[str], read_language: str, relevance) -> Callable[..., ExtractiveAnswer]:
+    def reading_in(asked: str, parts_asked: list[str], read_language: str, relevance) -> Callable[..., ExtractiveAnswer]:
         return functools.partial(extractive_answer, asked, parts_asked, read_language, relevant, analyzer, policy,
                                  relevance, leads, reply_language=language, part_names=dict(zip(parts_asked, sub_queries)))
 
     asked, parts_asked, read_language = reading or (question, sub_queries, language)
-    read = reader_of(asked, parts_asked, read_language, relevance)
+    read = reading_in(asked, parts_asked, read_language, relevance)
     extractive = read()
     if extractive.found is None and reading is None and not translator_failed:
         # No direct answer in the question's words, over a best chunk in another language: read it again in that
@@ -216,7 +216,7 @@ def read_extractive(question: str, sub_queries: list[str], language: str, releva
         # 2025?" holds too few of the English report's words ("taxa de devolução" is its "return rate") to be
         # read there; put into English, it is answered by "9.8% of orders in 2025, down from 11.2% in 2024".
         again = read_in_evidence_language(question, sub_queries, language, relevant, ctx, None, errors)
-        read_again = reader_of(*again, None) if again else None
+        read_again = reading_in(*again, None) if again else None
         translated = read_again() if read_again else None
         if translated and translated.found is not None:
             (asked, parts_asked, read_language), read, extractive = again, read_again, translated
