@@ -87,24 +87,28 @@ def cross_lingual_relevance(question: str, language: str, chunks: list[Chunk], p
     return guarded
 
 
+def own_language_close(chunks: list[Chunk], language: str, margin: float) -> bool:
+    """Whether evidence in the question's language scores within `margin` of the best chunk
+    (`compose.direct.own_language_margin`, as for the direct answer): the question is then read as it is first,
+    and wins where that evidence holds what is asked. "Quantos seguidores … ao fim do 3º trimestre de 2025" is
+    answered by the Portuguese report's 412 mil, not by the English one's later count, read with the question in
+    English."""
+    if not answered_by_meaning(chunks, language):
+        return True  # the best evidence is in the question's language (or there is none)
+    own = max((c["rerankScore"] for c in chunks if not in_another_language(c, language)), default=0.0)
+    return own >= margin * chunks[0]["rerankScore"]
+
+
 def read_in_evidence_language(question: str, sub_queries: list[str], language: str, chunks: list[Chunk],
-                              ctx: Context, margin: float | None, notes: list[str]) -> tuple[str, list[str], str] | None:
+                              ctx: Context, notes: list[str]) -> tuple[str, list[str], str] | None:
     """(the question, its parts, the language) put into the language of the best chunk, when that is another
     than the question's and the configured translator (`Context.translation_model`) translates between them;
     else None, and the composer ranks that evidence by meaning (`cross_lingual_relevance`). Words match
     where meaning alone chose the wrong sentence: "What is the media budget of the 2026 winter playbook?"
     was answered "Esta versão substitui o playbook de inverno 2025" by meaning, and by the words of
-    "Qual é o orçamento da mídia do playbook de inverno 2026?" with its R$ 3,9 milhões. `margin` None: whatever
-    the evidence in the question's language scores. A failing translator leaves the meaning path, and `notes` say
-    so."""
+    "Qual é o orçamento da mídia do playbook de inverno 2026?" with its R$ 3,9 milhões. A failing
+    translator leaves the meaning path, and `notes` say so."""
     if not answered_by_meaning(chunks, language):
-        return None
-    # Evidence in the question's language that scores close to the best is read as it is, and wins where it
-    # holds what is asked (`compose.direct.own_language_margin`, as for the direct answer): "Quantos seguidores
-    # … ao fim do 3º trimestre de 2025" is answered by the Portuguese report's 412 mil, not by the English
-    # one's later count, read with the question in English.
-    own = max((c["rerankScore"] for c in chunks if not in_another_language(c, language)), default=0.0)
-    if margin is not None and own >= margin * chunks[0]["rerankScore"]:
         return None
     evidence_language = (chunks[0].get("metadata") or {}).get("language") or language
     try:
@@ -196,10 +200,8 @@ def read_extractive(question: str, sub_queries: list[str], language: str, releva
     its words; otherwise it is read as asked, evidence in another language by meaning, and read again in that
     language's words when that gives no direct answer. A direct answer the reader does not confirm is withheld:
     the answer is read again without one, and opens with its evidence."""
-    noted = len(errors)
-    reading = read_in_evidence_language(question, sub_queries, language, relevant, ctx,
-                                        policy.compose.direct.own_language_margin, errors)
-    translator_failed = len(errors) > noted
+    own_first = own_language_close(relevant, language, policy.compose.direct.own_language_margin)
+    reading = None if own_first else read_in_evidence_language(question, sub_queries, language, relevant, ctx, errors)
     relevance = None if reading else cross_lingual_relevance(question, language, relevant, policy, ctx, errors)
     leads = part_leads(hits, relevant)
 
@@ -210,12 +212,12 @@ def read_extractive(question: str, sub_queries: list[str], language: str, releva
     asked, parts_asked, read_language = reading or (question, sub_queries, language)
     read = reading_in(asked, parts_asked, read_language, relevance)
     extractive = read()
-    if extractive.found is None and reading is None and not translator_failed:
+    if extractive.found is None and own_first:
         # No direct answer in the question's words, over a best chunk in another language: read it again in that
         # language's words, and keep that reading when it gives one. "A taxa de devolução online da Acme caiu em
         # 2025?" holds too few of the English report's words ("taxa de devolução" is its "return rate") to be
         # read there; put into English, it is answered by "9.8% of orders in 2025, down from 11.2% in 2024".
-        again = read_in_evidence_language(question, sub_queries, language, relevant, ctx, None, errors)
+        again = read_in_evidence_language(question, sub_queries, language, relevant, ctx, errors)
         read_again = reading_in(*again, None) if again else None
         translated = read_again() if read_again else None
         if translated and translated.found is not None:
