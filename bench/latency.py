@@ -899,7 +899,7 @@ def graph_phase(index: EdgeVectorIndex, args, home: Path) -> dict:
         setattr(index, name, probe.wrap("search" if name == "features" else name, getattr(index, name)))
     res.embeddings.embed_query = probe.wrap("embed", res.embeddings.embed_query)
     reader = shipped_reader()
-    model_calls = [name for name in ("spans", "yes_no", "entailment") if reader is not None]
+    model_calls = ("spans", "yes_no", "entailment") if reader is not None else ()
     for name in model_calls:
         setattr(reader, name, probe.wrap("reader", getattr(reader, name)))
     try:
