@@ -638,14 +638,14 @@ def check_hits(hits, tenant: int, corpus: Corpus, where: str, query: np.ndarray 
 
 
 def prewarm(index: EdgeVectorIndex) -> float:
-    """Read every payload and dense vector once, so the timed queries see a process whose data is
+    """Read every payload and vector (dense and BM25) once, so the timed queries see a process whose data is
     in memory (on machines that page idle memory out, e.g. with DAMON reclaim, it is not otherwise)."""
     from qdrant_edge import ScrollRequest
 
     shard, offset = index._shard(COLLECTION), None
     t0 = time.perf_counter()
     while True:
-        _, offset = shard.scroll(ScrollRequest(offset=offset, limit=2000, with_payload=True, with_vector=["dense"]))
+        _, offset = shard.scroll(ScrollRequest(offset=offset, limit=2000, with_payload=True, with_vector=True))
         if offset is None:
             return time.perf_counter() - t0
 
@@ -687,7 +687,7 @@ def retrieval_phase(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyz
         t0 = time.perf_counter()
         search(q)
         cold_lat.append((time.perf_counter() - t0) * 1000)
-    # Then the steady state of a long-running process: touch every payload and dense vector once.
+    # Then the steady state of a long-running process: touch every payload and vector once.
     prewarm_s = prewarm(index) if args.prewarm else None
     lat, results = [], []
     for q in timed:
@@ -1306,7 +1306,7 @@ def report(args, stored: dict, ret: dict, gr: dict | None, embed_rate: float | N
         f"{fmt(ret['cold_p50'])} | | B |",
         f"| … inside engine calls ({ret['engine_calls']:.0f} per search), p50 | {fmt(ret['engine_p50'])} | | B |",
         f"| … outside engine calls (payload → Python conversion, gate filter, hit objects), p50 | {fmt(ret['python_p50'])} | | B |",
-        *([f"| Pre-warm before the timed queries: every payload and dense vector read once (`scroll`) | "
+        *([f"| Pre-warm before the timed queries: every payload and vector (dense and BM25) read once (`scroll`) | "
            f"{ret['prewarm_s']:.1f} s | | B |"] if ret.get("prewarm_s") is not None else []),
         f"| Dense recall@{args.limit} vs exact numpy brute force over the tenant's gated vectors (mean / min) | "
         f"{ret['recall_mean']:.4f} / {ret['recall_min']:.4f} | | B |",
@@ -1402,7 +1402,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=50,
                     help="retrieval queries run first, right after opening the collection (reported as the cold figure)")
     ap.add_argument("--no-prewarm", dest="prewarm", action="store_false",
-                    help="skip reading every payload and dense vector once before the timed queries")
+                    help="skip reading every payload and vector once before the timed queries")
     ap.add_argument("--explore", action="store_true",
                     help="also measure the alternatives behind the recommendations (engine-level what-ifs)")
     ap.add_argument("--graph-rounds", type=int, default=20,

@@ -19,7 +19,7 @@ ends only its part):
    exact search) and its graph phase (the compiled graph end to end; the query vectors come from the
    `CachedEmbeddings` LRU, filled by a deterministic stand-in of the collection's dimensions, so no model embeds).
 3. **serve**: the memory a process serving the collection holds: it opens it, answers --queries gated searches,
-   then reads every payload and dense vector once (a long-running server's steady state); its peak RSS.
+   then reads every payload and vector once (a long-running server's steady state); its peak RSS.
 4. **peers**: LangChain's BM25Retriever and the EnsembleRetriever hybrid (that BM25Retriever + an in-memory Qdrant
    dense retriever, weights 0.5/0.5), built by bench/peers.py's `build_peers` over the chunks some tenant may be
    served (read back from the collection; the peers have no gates, so drafts and unapproved chunks are left out),
