@@ -73,6 +73,33 @@ def test_features_from_memory_are_the_engines(index, tenant):
     assert "playbook" in flags and "recency" not in kept[_ids(tenant, docs=[7])[0]].flags
 
 
+@pytest.mark.parametrize("tenant", TENANTS)
+def test_kept_and_new_candidates_together_are_the_engines_and_features_reads_nothing(index, tenant):
+    """Candidates rerank fetched before are answered from memory, the others by the engine, in one answer that is
+    the engine's for them all; `features` itself keeps nothing new (only `fetch` reads points into memory)."""
+    shard = index._shard("docs")
+    asked = _ids("acme") + _ids("globex")
+    # A draft among them: kept as stored, and left out of every answer by the gates.
+    index.fetch("docs", tenant, _ids(tenant, docs=[0, 3, 6]) + _ids(tenant, docs=[1], chunks=[0]))
+    kept_before = set(index.stored._points)
+    assert len(kept_before) == 10
+    rng = np.random.default_rng(5)
+    for _ in range(5):
+        query = rng.uniform(-1, 1, DIMS).tolist()
+        terms = sorted(rng.choice(range(1, 60), 8, replace=False).tolist())
+        found = index.features("docs", tenant=tenant, point_ids=asked, similarity_to=query, match_terms=terms, flags=FLAGS)
+        engine = index._engine_features(shard, tenant, [int(i) for i in asked], query, terms, FLAGS)
+        assert set(found) == set(engine) == set(_ids(tenant, docs=[0, 3, 4, 5, 6, 7, 8]))
+        for pid, features in found.items():
+            assert (features.matched_terms, sorted(features.flags)) == (engine[pid].matched_terms,
+                                                                        sorted(engine[pid].flags)), pid
+            assert features.similarity == pytest.approx(engine[pid].similarity, abs=1e-5)
+        terms_only = index.features("docs", tenant=tenant, point_ids=asked, similarity_to=None, match_terms=terms)
+        assert {k: v.matched_terms for k, v in terms_only.items() if v.matched_terms} == \
+               {k: v.matched_terms for k, v in engine.items() if v.matched_terms}
+    assert set(index.stored._points) == kept_before
+
+
 def test_terms_alone_and_a_date_range_the_engine_evaluates(index):
     shard = index._shard("docs")
     asked = _ids("acme")

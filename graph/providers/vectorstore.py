@@ -216,8 +216,8 @@ class VectorIndex(Protocol):
         `match_terms` (lexical term ids) its text holds, and which named `flags` conditions
         ({field: value or [values]} on indexed fields, e.g. the rerank boosts) it meets (flags are
         scored through `similarity_to`: none without it). Asked once per question over every list's
-        candidates: a server computes them itself; the embedded index from the points it keeps in memory
-        (`StoredPoints`), read from the engine once."""
+        candidates: a server computes them itself; the embedded index too, except for the points it keeps in
+        memory (`StoredPoints`), answered from there."""
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -270,12 +270,12 @@ class StoredPoint:
 class StoredPoints:
     """The points reads have asked about, kept in memory, least recently used first out.
 
-    Rerank asks of the ~100 candidates of every question which of its terms they hold and which boost
-    conditions they meet (`features`), and reads the texts of ~30 (`fetch`). Asked of the engine, that is
-    a query per question term over the candidates, and each answer crosses into Python again; in a served
-    collection the same chunks come back question after question. Kept here, a point is read once, with
-    its payload and its BM25 terms, and then answered from memory. Its dense vector is not kept: the
-    engine computes the similarities itself (`features`).
+    Rerank reads the texts of a question's ~30 best candidates (`fetch`); in a served collection the same
+    chunks come back question after question. Kept here, a point is read once, with its payload and its
+    BM25 terms, and then answered from memory: its text, and which of a later question's terms it holds
+    and which boost conditions it meets (`features`, which asks the engine about the ~100 candidates it
+    does not keep, reading none of them). Its dense vector is not kept: the engine computes the
+    similarities itself.
 
     Only this process writes the data folder (graph/providers/data_folder.py), and every write goes
     through the index, which forgets the collection's points once it has written (`forget`); a read that
@@ -293,9 +293,11 @@ class StoredPoints:
         self._epoch, self._forgotten = 0, {}
         self._lock = threading.Lock()
 
-    def get(self, shard: EdgeShard, collection: str, ids: list[int]) -> dict[int, StoredPoint]:
-        """The stored points among `ids` (an id the collection does not hold is absent), those not kept
-        yet read from `shard` in one call."""
+    def kept(self, collection: str, ids: list[int]) -> dict[int, StoredPoint]:
+        """The points among `ids` kept in memory now; nothing is read."""
+        return self._kept(collection, ids)[0]
+
+    def _kept(self, collection: str, ids: list[int]) -> tuple[dict[int, StoredPoint], tuple[int, int]]:
         found: dict[int, StoredPoint] = {}
         with self._lock:
             generation = (self._epoch, self._forgotten.get(collection, 0))
@@ -304,6 +306,12 @@ class StoredPoints:
                 if point is not None:
                     self._points.move_to_end((collection, pid))
                     found[pid] = point
+        return found, generation
+
+    def get(self, shard: EdgeShard, collection: str, ids: list[int]) -> dict[int, StoredPoint]:
+        """The stored points among `ids` (an id the collection does not hold is absent), those not kept
+        yet read from `shard` in one call."""
+        found, generation = self._kept(collection, ids)
         missing = [pid for pid in dict.fromkeys(ids) if pid not in found]
         if not missing:
             return found
@@ -533,60 +541,54 @@ class EdgeVectorIndex:
     def features(self, collection, *, tenant, point_ids, similarity_to, match_terms, flags=None):
         gate = governance_filter(tenant)  # no tenant, no read
         shard = self._shard(collection)
-        ids = engine_ids(point_ids)
+        ids = list(dict.fromkeys(engine_ids(point_ids)))
         if shard is None or not ids or (similarity_to is None and not match_terms):
             return {}
         named = list((flags or {}).items()) if similarity_to is not None else []
         tests = [(name, payload_test(condition)) for name, condition in named]
-        if any(test is None for _, test in tests):  # a condition only the engine evaluates
-            return self._engine_features(shard, tenant, ids, similarity_to, match_terms, flags)
-        # The points as stored (`StoredPoints`), behind the same gates as the engine's filter.
-        points = {pid: p for pid, p in self.stored.get(shard, collection, ids).items()
-                  if payload_passes_gates(p.payload, tenant)}
-        if not points:
-            return {}
-        out = {pid: HitFeatures() for pid in points}
-        for name, test in tests:
-            for pid, point in points.items():
-                if test(point.payload):
-                    out[pid].flags.append(name)
         terms = list(match_terms or [])
-        if terms:
-            # Every candidate's term ids in one array, looked up at once (one lookup per candidate costs ~50 µs).
-            pids = list(points)
-            held_terms = np.concatenate([points[pid].terms for pid in pids])
-            ends = np.cumsum([points[pid].terms.size for pid in pids])
+        # The candidates kept in memory (`StoredPoints`: rerank fetched their texts for an earlier question) are
+        # answered from it; the engine answers for the others, none of them read into Python. Read, a new
+        # candidate's payload and BM25 vector cost ~35 µs, 3.5-5 ms for a question's ~100; the engine says which
+        # of them hold each term and meet each flag in ~1.2 ms for them all (bench/RESULTS.md, run j). A
+        # condition only the engine evaluates (a date range) leaves every candidate to the engine.
+        kept = {} if any(test is None for _, test in tests) else self.stored.kept(collection, ids)
+        new = [pid for pid in ids if pid not in kept]
+        requests = _term_and_flag_requests(gate, new, terms, named, similarity_to) if new else []
+        if similarity_to is not None:
+            requests.append(_similarity_request(gate, ids, similarity_to))
+        results = list(shard.query_batch(QueryBatchRequest(requests))) if requests else []
+        out = hit_features(results, terms if new else [], [name for name, _ in named] if new else [],
+                           similarity_to is not None)
+        # The kept points, behind the same gates as the engine's filter.
+        kept = {pid: point for pid, point in kept.items() if payload_passes_gates(point.payload, tenant)}
+        for pid in kept:
+            out.setdefault(str(pid), HitFeatures())
+        for name, test in tests:
+            for pid, point in kept.items():
+                if test(point.payload):
+                    out[str(pid)].flags.append(name)
+        if terms and kept:
+            # Every kept candidate's term ids in one array, looked up at once (one lookup per candidate costs ~50 µs).
+            pids = list(kept)
+            held_terms = np.concatenate([kept[pid].terms for pid in pids])
+            ends = np.cumsum([kept[pid].terms.size for pid in pids])
             hits = np.flatnonzero(np.isin(held_terms, np.asarray(terms, dtype=np.int64)))
             held: dict[int, set[int]] = {}
             for owner, term in zip(np.searchsorted(ends, hits, side="right").tolist(), held_terms[hits].tolist()):
                 held.setdefault(owner, set()).add(term)
             for owner, found in held.items():
                 # In `match_terms`' order, as the engine answers.
-                out[pids[owner]].matched_terms = [t for t in terms if t in found]
-        if similarity_to is not None:
-            # By the engine, in one exact search over the candidates: read into Python and converted, a
-            # dense vector cost ~23 µs a point, most of this call's time on a question's ~100 new candidates.
-            found = shard.query_batch(QueryBatchRequest([_similarity_request(gate, ids, similarity_to)]))[0]
-            for p in found:
-                if int(p.id) in out:
-                    out[int(p.id)].similarity = float(p.score)
-        return {str(pid): features for pid, features in out.items()}
+                out[str(pids[owner])].matched_terms = [t for t in terms if t in found]
+        return out
 
     def _engine_features(self, shard, tenant, ids, similarity_to, match_terms, flags):
-        """`features` asked of the engine: a query per question term (which candidates hold it), per flag
+        """`features` asked of the engine alone: a query per question term (which candidates hold it), per flag
         (which meet its condition) and one for the similarity, exact over the few."""
         gate = governance_filter(tenant)
-        only_these = [*gate.must, HasIdCondition(set(ids))]
-        exact = SearchParams(exact=True)
         terms = list(match_terms or [])
         named = list((flags or {}).items()) if similarity_to is not None else []
-        limit = len(set(ids))
-        requests = [QueryRequest(query=Query.Nearest(SparseVector([t], [1.0]), using=SPARSE), limit=limit,
-                                 filter=Filter(must=only_these), with_payload=False) for t in terms]
-        for _, condition in named:
-            requests.append(QueryRequest(query=Query.Nearest(list(similarity_to), using=DENSE), limit=limit,
-                                         filter=Filter(must=[*only_these, *_conditions(condition)]),
-                                         with_payload=False, params=exact))
+        requests = _term_and_flag_requests(gate, ids, terms, named, similarity_to)
         if similarity_to is not None:
             requests.append(_similarity_request(gate, ids, similarity_to))
         return hit_features(list(shard.query_batch(QueryBatchRequest(requests))), terms, [name for name, _ in named],
@@ -751,6 +753,21 @@ def _condition(key: str, value: Any) -> FieldCondition:
 
 def _conditions(fields: dict[str, Any]) -> list[FieldCondition]:
     return [_condition(key, value) for key, value in fields.items()]
+
+
+def _term_and_flag_requests(gate: Filter, ids: list[int], terms: list[int], named: list[tuple[str, dict[str, Any]]],
+                            query: list[float] | None) -> list[QueryRequest]:
+    """Which of the candidates `ids` that pass the `gate` hold each term (a request a term, in `terms`' order), then
+    which meet each named condition (a request a condition: an exact search through `query` over them alone)."""
+    only_these = [*gate.must, HasIdCondition(set(ids))]
+    limit = len(set(ids))
+    requests = [QueryRequest(query=Query.Nearest(SparseVector([t], [1.0]), using=SPARSE), limit=limit,
+                             filter=Filter(must=only_these), with_payload=False) for t in terms]
+    for _, condition in named if query is not None else []:
+        requests.append(QueryRequest(query=Query.Nearest(list(query), using=DENSE), limit=limit,
+                                     filter=Filter(must=[*only_these, *_conditions(condition)]),
+                                     with_payload=False, params=SearchParams(exact=True)))
+    return requests
 
 
 def _similarity_request(gate: Filter, ids: list[int], query: list[float]) -> QueryRequest:
