@@ -60,8 +60,11 @@ def served_doc_ids(ctx: Context, text: str = "texto", tenant: str | None = None)
     """Doc ids the engine serves to a tenant (dense list, limit large enough to return all of them)."""
     res = get_resources(ctx)
     sparse = get_analyzer(load_policy()).query_vector(text, "pt")
-    # The query is embedded by the model the collection was written with (its manifest), whichever test made it.
-    embedder = embeddings_named(ctx, res.index.manifest(COLLECTION)["embedding_model"])
+    manifest = res.index.manifest(COLLECTION)
+    if manifest is None:  # nothing was ever written
+        return set()
+    # The query is embedded by the model the collection was written with, whichever test made it.
+    embedder = embeddings_named(ctx, manifest["embedding_model"])
     dense, _ = res.index.search(COLLECTION, dense=embedder.embed_query(text), sparse=sparse,
                                 tenant=tenant or ctx.tenant, filters=None, limit=1000)
     return {p["docId"] for p in res.index.fetch(COLLECTION, tenant or ctx.tenant, [h.point_id for h in dense]).values()}
