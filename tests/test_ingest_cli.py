@@ -560,6 +560,47 @@ def test_only_the_tenant_field_gets_search_graph_links_of_its_own(tmp_path):
     index.close()
 
 
+def test_the_search_graph_walks_int8_vectors_and_answers_exact_cosines(tmp_path, monkeypatch):
+    # A new collection keeps its dense vectors as int8 too: its search graph is built and walked on those (the 1M
+    # scale build and its filtered search faster), and the best 2 x limit are scored again with the full vectors,
+    # so the hits and their scores are the exact search's. The engine builds a graph for segments over ~10 MB of
+    # vectors (7,000 of 384 dims here), and a full-scan threshold of 1 KB makes every search walk it.
+    import numpy as np
+
+    import graph.providers.vectorstore as vectorstore
+    from graph.providers.vectorstore import ChunkRecord, EdgeVectorIndex, HnswIndexConfig, point_id
+
+    monkeypatch.setattr(vectorstore, "HNSW", HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=1))
+    rng, dims, docs, per_doc = np.random.default_rng(3), 384, 700, 10
+    # Like embeddings, and unlike random vectors, these have few directions of their own (8), which a graph walks well.
+    vectors = (rng.standard_normal((docs * per_doc, 8)) @ rng.standard_normal((8, dims))
+               + 0.05 * rng.standard_normal((docs * per_doc, dims))).astype(np.float32)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    index = EdgeVectorIndex(tmp_path)
+    index.ensure_collection("documents", dims, "local/test", None)
+    config = json.loads((tmp_path / "collections" / "documents" / "shard" / "edge_config.json").read_text())
+    assert config["vectors"]["dense"]["quantization_config"]["scalar"]["type"] == "int8"
+    row_of = {}
+    for d in range(docs):
+        tenant = ("acme", "globex")[d % 2]
+        payload = {"docId": f"d{d}", "text": "t", "status": "approved", "isApprovedForAI": "true"}
+        index.replace_document("documents", tenant, f"d{d}", [
+            ChunkRecord(doc_id=f"d{d}", chunk_index=i, text="t", header="h", content_hash=f"{d}-{i}",
+                        payload={**payload, "chunk_index": i}, dense=vectors[d * per_doc + i].tolist(),
+                        sparse=([1], [1.0])) for i in range(per_doc)])
+        row_of.update({str(point_id(tenant, f"d{d}", i)): d * per_doc + i for i in range(per_doc)})
+    index.optimize("documents")
+    acme_rows = np.array([row for row in row_of.values() if (row // per_doc) % 2 == 0])
+    for _ in range(10):
+        query = vectors[rng.integers(len(vectors))] + 0.3 * rng.standard_normal(dims).astype(np.float32)
+        dense, _ = index.search("documents", dense=query.tolist(), sparse=vectorstore.SparseVector([1], [1.0]),
+                                tenant="acme", filters=None, limit=10)
+        cosines = unit[acme_rows] @ (query / np.linalg.norm(query))
+        assert [row_of[h.point_id] for h in dense] == acme_rows[np.argsort(-cosines)[:10]].tolist()
+        assert [h.score for h in dense] == pytest.approx(np.sort(cosines)[::-1][:10].tolist(), abs=1e-5)
+    index.close()
+
+
 def test_an_ingest_that_leaves_a_large_collection_builds_its_search_index(tmp_path, monkeypatch, capsys):
     # The embedded engine searches what was written point by point until its index is built (`optimize`): 14.6 ms
     # a search at 50,000 chunks, 3.0 ms built. ragate builds it once a collection holds SEARCH_INDEX_MIN_POINTS.
