@@ -52,16 +52,27 @@ def _ids(tenant: str, docs=range(9), chunks=range(3)) -> list[str]:
 FLAGS = {"recency": {"year": 2026}, "playbook": {"docType": ["playbook"]}, "other_language": {"language": ["en", "es"]}}
 
 
+def engine_features(index, tenant, point_ids, similarity_to, match_terms, flags=None):
+    """`features` as the engine alone answers them: asked with nothing kept in memory (the points kept are set
+    aside meanwhile, and put back)."""
+    kept, index.stored = index.stored, StoredPoints()
+    try:
+        return index.features("docs", tenant=tenant, point_ids=point_ids, similarity_to=similarity_to,
+                              match_terms=match_terms, flags=flags)
+    finally:
+        index.stored = kept
+
+
 @pytest.mark.parametrize("tenant", TENANTS)
 def test_features_from_memory_are_the_engines(index, tenant):
-    shard = index._shard("docs")
     rng = np.random.default_rng(3)
     asked = _ids("acme") + _ids("globex") + ["12345", "not-an-id"]
+    index.fetch("docs", tenant, asked)  # every point asked is now kept in memory, both tenants' and the gated-out
     for _ in range(5):
         query = rng.uniform(-1, 1, DIMS).tolist()
         terms = sorted(rng.choice(range(1, 60), 8, replace=False).tolist())
         kept = index.features("docs", tenant=tenant, point_ids=asked, similarity_to=query, match_terms=terms, flags=FLAGS)
-        engine = index._engine_features(shard, tenant, [int(i) for i in asked if i.isdigit()], query, terms, FLAGS)
+        engine = engine_features(index, tenant, asked, query, terms, FLAGS)
         assert set(kept) == set(engine) == {i for i in _ids(tenant) if i in engine}
         assert set(kept) == set(_ids(tenant, docs=[0, 3, 4, 5, 6, 7, 8]))  # not the draft, not the unapproved
         for pid, features in kept.items():
@@ -77,7 +88,6 @@ def test_features_from_memory_are_the_engines(index, tenant):
 def test_kept_and_new_candidates_together_are_the_engines_and_features_reads_nothing(index, tenant):
     """Candidates rerank fetched before are answered from memory, the others by the engine, in one answer that is
     the engine's for them all; `features` itself keeps nothing new (only `fetch` reads points into memory)."""
-    shard = index._shard("docs")
     asked = _ids("acme") + _ids("globex")
     # A draft among them: kept as stored, and left out of every answer by the gates.
     index.fetch("docs", tenant, _ids(tenant, docs=[0, 3, 6]) + _ids(tenant, docs=[1], chunks=[0]))
@@ -88,7 +98,7 @@ def test_kept_and_new_candidates_together_are_the_engines_and_features_reads_not
         query = rng.uniform(-1, 1, DIMS).tolist()
         terms = sorted(rng.choice(range(1, 60), 8, replace=False).tolist())
         found = index.features("docs", tenant=tenant, point_ids=asked, similarity_to=query, match_terms=terms, flags=FLAGS)
-        engine = index._engine_features(shard, tenant, [int(i) for i in asked], query, terms, FLAGS)
+        engine = engine_features(index, tenant, asked, query, terms, FLAGS)
         assert set(found) == set(engine) == set(_ids(tenant, docs=[0, 3, 4, 5, 6, 7, 8]))
         for pid, features in found.items():
             assert (features.matched_terms, sorted(features.flags)) == (engine[pid].matched_terms,
@@ -101,11 +111,11 @@ def test_kept_and_new_candidates_together_are_the_engines_and_features_reads_not
 
 
 def test_terms_alone_and_a_date_range_the_engine_evaluates(index):
-    shard = index._shard("docs")
     asked = _ids("acme")
+    index.fetch("docs", "acme", asked)
     terms = list(range(1, 60, 3))
     alone = index.features("docs", tenant="acme", point_ids=asked, similarity_to=None, match_terms=terms)
-    engine = index._engine_features(shard, "acme", [int(i) for i in asked], None, terms, None)
+    engine = engine_features(index, "acme", asked, None, terms)
     assert {k: v.matched_terms for k, v in alone.items() if v.matched_terms} == \
            {k: v.matched_terms for k, v in engine.items()}
     assert all(v.similarity is None and not v.flags for v in alone.values())
@@ -113,7 +123,7 @@ def test_terms_alone_and_a_date_range_the_engine_evaluates(index):
     query = [0.5] * DIMS
     assert payload_test(ranged["recent"]) is None
     found = index.features("docs", tenant="acme", point_ids=asked, similarity_to=query, match_terms=terms, flags=ranged)
-    assert found.keys() == index._engine_features(shard, "acme", [int(i) for i in asked], query, terms, ranged).keys()
+    assert found.keys() == engine_features(index, "acme", asked, query, terms, ranged).keys()
 
 
 def test_a_document_written_again_is_read_again(index):

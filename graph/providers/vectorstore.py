@@ -594,18 +594,6 @@ class EdgeVectorIndex:
                 out[str(pids[owner])].matched_terms = [t for t in terms if t in found]
         return out
 
-    def _engine_features(self, shard, tenant, ids, similarity_to, match_terms, flags):
-        """`features` asked of the engine alone: a query per question term (which candidates hold it), per flag
-        (which meet its condition) and one for the similarity, exact over the few."""
-        gate = governance_filter(tenant)
-        terms = list(match_terms or [])
-        named = list((flags or {}).items()) if similarity_to is not None else []
-        requests = _term_and_flag_requests(gate, ids, terms, named, similarity_to)
-        if similarity_to is not None:
-            requests.append(_similarity_request(gate, ids, similarity_to))
-        return hit_features(list(shard.query_batch(QueryBatchRequest(requests))), terms, [name for name, _ in named],
-                            similarity_to is not None)
-
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
               fields: list[str] | None = None) -> dict[str, dict[str, Any]]:
         governance_filter(tenant)  # no tenant, no read
