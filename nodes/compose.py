@@ -33,7 +33,12 @@ from langgraph.runtime import Runtime
 from graph.algorithms.answer_reading import CONFIRMED, DirectCheck, cited_texts, yes_no_said
 from graph.algorithms.chat_draft import draft_direct_answer, llm_answer
 from graph.algorithms.coverage import answer_coverage, coverage_level, is_relevant, resolve_conflicts
-from graph.algorithms.cross_language import answered_by_meaning, in_another_language, meaning_relevance
+from graph.algorithms.cross_language import (
+    answered_by_meaning,
+    in_another_language,
+    meaning_relevance,
+    own_language_close,
+)
 from graph.algorithms.direct_answer import DirectAnswer
 from graph.algorithms.extractive_answer import (
     ExtractiveAnswer,
@@ -85,18 +90,6 @@ def cross_lingual_relevance(question: str, language: str, chunks: list[Chunk], p
             return [0.0] * len(texts)
 
     return guarded
-
-
-def own_language_close(chunks: list[Chunk], language: str, margin: float) -> bool:
-    """Whether evidence in the question's language scores within `margin` of the best chunk
-    (`compose.direct.own_language_margin`, as for the direct answer): the question is then read as it is first,
-    and wins where that evidence holds what is asked. "Quantos seguidores … ao fim do 3º trimestre de 2025" is
-    answered by the Portuguese report's 412 mil, not by the English one's later count, read with the question in
-    English."""
-    if not answered_by_meaning(chunks, language):
-        return True  # the best evidence is in the question's language (or there is none)
-    own = max((c["rerankScore"] for c in chunks if not in_another_language(c, language)), default=0.0)
-    return own >= margin * chunks[0]["rerankScore"]
 
 
 def read_in_evidence_language(question: str, sub_queries: list[str], language: str, chunks: list[Chunk],

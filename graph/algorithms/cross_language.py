@@ -19,6 +19,18 @@ def answered_by_meaning(chunks: list[Chunk], language: str) -> bool:
     return bool(chunks) and in_another_language(chunks[0], language)
 
 
+def own_language_close(chunks: list[Chunk], language: str, margin: float) -> bool:
+    """Whether evidence in the question's language scores within `margin` of the best chunk
+    (`compose.direct.own_language_margin`, as for the direct answer): the question is then read as it is first,
+    and wins where that evidence holds what is asked. "Quantos seguidores … ao fim do 3º trimestre de 2025" is
+    answered by the Portuguese report's 412 mil, not by the English one's later count, read with the question in
+    English."""
+    if not answered_by_meaning(chunks, language):
+        return True  # the best evidence is in the question's language (or there is none)
+    own = max((c["rerankScore"] for c in chunks if not in_another_language(c, language)), default=0.0)
+    return own >= margin * chunks[0]["rerankScore"]
+
+
 def meaning_relevance(question: str, embeddings: Any,
                       calibration: DenseCalibration) -> Callable[[list[str]], list[float]]:
     """Each sentence's relevance to the question by meaning: the multilingual sentence embedder's cosine,
