@@ -45,11 +45,14 @@ serve: install-serve
 	RAGATE_TENANT=$(SERVE_TENANT) $(BIN)/ragate serve --samples --local-dev --port $(SERVE_PORT)
 
 # The two venvs are installed side by side (about half a minute saved on 2 cores), then the suites run one after
-# the other.
+# the other. The main suite runs in TEST_WORKERS processes (pytest-xdist): much of it waits on servers and
+# subprocesses, so two workers take 5 min 42 s where one took 8 min 30 s on 2 idle cores (bench/RESULTS.md).
+# Every test makes its own folders and ports; `make test TEST_WORKERS=0` runs the suite in one process.
+TEST_WORKERS ?= 2
 LS_TESTS := $(LS_BIN)/python -m pytest -q tests/langserve_app
 test:
 	$(MAKE) -j2 install-test install-langserve
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 	$(LS_TESTS)
 
 test-langserve: install-langserve

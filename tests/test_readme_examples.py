@@ -16,7 +16,7 @@ How each block runs (the exceptions are marked *):
   step (`pip install -e .` into .venv, which this suite is already running from; reinstalling it
   under the other tests is not safe). Its output is compared with the `text` block that follows.
   `make test`* is this suite itself (it cannot run inside itself): `make -n` checks that its recipe is
-  `pytest -q` and then the LangServe app's tests in .venv-langserve (what `make test-langserve` runs).
+  `pytest -q -n 2` and then the LangServe app's tests in .venv-langserve (what `make test-langserve` runs).
 * As a package* — `pip install dist/ragate-<version>-py3-none-any.whl[serve]` + `ragate demo`:
   tests/test_wheel.py builds that wheel, installs it (not editable) into a fresh environment and runs
   `ragate demo`, `ingest`, `ask` and `serve` from outside the repository; running the README's `pip
@@ -263,7 +263,7 @@ def quick_start(block: Block, request) -> None:
     recipe = subprocess.run(["make", "-n", "-o", "install-test", "test"], cwd=checkout, capture_output=True,
                             text=True, timeout=60, check=False, env=example_env(checkout, None))
     assert recipe.returncode == 0, explain(recipe)
-    main_suite, langserve_suite = ".venv/bin/python -m pytest -q\n", ".venv-langserve/bin/python -m pytest -q tests/langserve_app"
+    main_suite, langserve_suite = ".venv/bin/python -m pytest -q -n 2\n", ".venv-langserve/bin/python -m pytest -q tests/langserve_app"
     assert main_suite in recipe.stdout and langserve_suite in recipe.stdout, recipe.stdout
     assert recipe.stdout.index(main_suite) < recipe.stdout.index(langserve_suite), recipe.stdout
 
