@@ -1096,6 +1096,21 @@ def test_a_year_no_relevant_document_holds_is_unattested():
     assert unattested_years(question, [playbook, plan]) == []
 
 
+def test_a_question_of_any_kind_but_yes_no_naming_a_year_no_relevant_document_holds_is_unattested(policy):
+    analyzer = get_analyzer(policy)
+    playbook = [_doc("acme-playbook-black-friday-2025", "Acme Moda's revenue target for Black Week 2025 is R$ 21 million, "
+                     "14% above Black Week 2024.", language="en")]
+    assert unattested_subject("What is Acme Moda's carbon-emissions reduction target for 2030?", "en", [], playbook,
+                              analyzer, policy) == ["2030"]
+    assert unattested_subject("What is Acme Moda's revenue target for 2025?", "en", [], playbook, analyzer, policy) == []
+    # A yes/no question's year is what it claims: "no" may be its answer, not "nothing found".
+    assert unattested_subject("Did Acme set a carbon-emissions target for 2030?", "en", [], playbook, analyzer,
+                              policy) == []
+    # Nor is a part of a split question looked at alone: another part's documents may hold the year.
+    assert unattested_subject("What is the 2030 target and the 2025 revenue?", "en",
+                              ["the 2030 target", "the 2025 revenue"], playbook, analyzer, policy) == []
+
+
 def test_a_value_for_a_year_no_document_speaks_of_gets_none(ask):
     state = ask("Qual é o orçamento de mídia da Acme para 2027?")
     assert state["coverage_level"] == "none" and not state["citations_used"], state["answer"]

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from conftest import SAMPLES
 
 import nodes.retrieve as retrieve_mod
 from graph.algorithms.fusion import RRF_K, reciprocal_rank_fusion
@@ -437,6 +438,21 @@ def test_a_portuguese_question_finds_the_english_report_of_the_samples(ask):
 def test_a_null_question_in_english_over_the_mixed_samples_still_finds_nothing(ask):
     state = ask("What is Acme Moda's carbon-emissions reduction target for 2030?")
     assert state["coverage_level"] == "none" and not state["citations_used"], state["answer"]
+
+
+def test_the_null_question_finds_nothing_over_its_tenants_documents_alone_too(tmp_path, compiled):
+    """What a tenant is told must not lean on what another tenant stores. Over acme's documents alone (whose
+    term statistics are then acme's own) the Black Week playbook's revenue target reached the relevance floor and
+    was given as a low-coverage answer; globex's documents beside them had kept it under. No acme document speaks
+    of 2030: the question is unanswered either way."""
+    from graph.context import Context
+    from graph.indexing.ingest import ingest_path
+
+    ingest_path(SAMPLES / "acme", collection="documents", tenant="acme", context=Context(home=str(tmp_path), tenant=None))
+    state = compiled.invoke({"question": "What is Acme Moda's carbon-emissions reduction target for 2030?"},
+                            context=Context(home=str(tmp_path), tenant="acme"))
+    assert state["coverage_level"] == "none" and not state["citations_used"], state["answer"]
+    assert "2030" in state["answer"], state["answer"]  # named as what the documents do not speak of
 
 
 # --- long, many-part questions ---------------------------------------------------------------------
