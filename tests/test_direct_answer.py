@@ -1096,6 +1096,21 @@ def test_a_year_no_relevant_document_holds_is_unattested():
     assert unattested_years(question, [playbook, plan]) == []
 
 
+def test_a_measure_is_not_looked_for_in_words_when_the_chunk_nearest_in_meaning_is_in_another_language(policy):
+    from graph.algorithms.unattested import unattested_measure
+    analyzer = get_analyzer(policy)
+    refund = dict(_doc("acme-legal", "O cliente pode pedir a devolução de compras online em até 7 dias."),
+                  rerankScore=0.56, similarity=0.21)
+    returns = dict(_doc("acme-ops-returns", "Acme Moda's online return rate was 9.8% of orders in 2025.",
+                        language="en"), rerankScore=0.49, similarity=0.27)
+    # Ranked below the Portuguese refund case, the English report is nearer the question in meaning: "taxa"
+    # cannot be looked for in its words.
+    assert unattested_measure("taxa", "pt", [refund, returns], analyzer) is None
+    # Farther in meaning too, it is no sign that the measure is answered.
+    returns["similarity"] = 0.15
+    assert unattested_measure("taxa", "pt", [refund, returns], analyzer) == "taxa"
+
+
 def test_a_question_of_any_kind_but_yes_no_naming_a_year_no_relevant_document_holds_is_unattested(policy):
     analyzer = get_analyzer(policy)
     playbook = [_doc("acme-playbook-black-friday-2025", "Acme Moda's revenue target for Black Week 2025 is R$ 21 million, "

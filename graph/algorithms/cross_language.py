@@ -19,6 +19,12 @@ def answered_by_meaning(chunks: list[Chunk], language: str) -> bool:
     return bool(chunks) and in_another_language(chunks[0], language)
 
 
+def nearest_in_another_language(chunks: list[Chunk], language: str) -> bool:
+    """The chunk nearest the question in meaning (its dense `similarity`) is in another language than the question."""
+    nearest = max(chunks, key=lambda c: c.get("similarity") or 0.0, default=None)
+    return nearest is not None and bool(nearest.get("similarity")) and in_another_language(nearest, language)
+
+
 def own_language_close(chunks: list[Chunk], language: str, margin: float) -> bool:
     """Whether evidence in the question's language scores within `margin` of the best chunk
     (`compose.direct.own_language_margin`, as for the direct answer): the question is then read as it is first,

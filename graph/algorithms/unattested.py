@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from graph.algorithms.answer_points import chunk_title
-from graph.algorithms.cross_language import answered_by_meaning, in_another_language
+from graph.algorithms.cross_language import answered_by_meaning, in_another_language, nearest_in_another_language
 from graph.algorithms.direct_answer import names_in
 from graph.algorithms.question_form import question_form
 from graph.algorithms.text import YEAR, Analyzer, fold, has_any_phrase, month_names
@@ -15,11 +15,15 @@ from graph.state import Chunk
 def unattested_measure(measure: str, language: str, chunks: list[Chunk], analyzer: Analyzer) -> str | None:
     """The measure a value question asks for (`QuestionForm.measure`: "salário" of "Qual é o salário médio
     …?") when no relevant chunk in the question's language, title included, holds it; None otherwise, and
-    always when the best evidence is in another language (its words cannot be looked for, and it was
-    chosen by meaning). Text in another language ranked below text in the question's language that does
-    not speak of the measure is no sign that it is answered ("What is the average salary of Acme store
-    staff?" over the English channel report and Portuguese playbooks)."""
-    if not measure or not chunks or answered_by_meaning(chunks, language):
+    always when the best evidence, or the relevant chunk nearest the question in meaning, is in another
+    language: its words cannot be looked for, and it was chosen by meaning ("Qual é a taxa de devolução
+    online da Acme?" is nearest the English returns report, below a Portuguese refund case that shares its
+    words). Text in another language ranked below text in the question's language, and farther in meaning,
+    is no sign that it is answered ("What is the average salary of Acme store staff?" over the English
+    channel report and Portuguese playbooks)."""
+    if not measure or not chunks:
+        return None
+    if answered_by_meaning(chunks, language) or nearest_in_another_language(chunks, language):
         return None
     asked = analyzer.terms(measure, language)
     held = any(asked & analyzer.terms(f"{chunk_title(c)} {c['content']}", language) for c in chunks
