@@ -20,6 +20,7 @@ Payload schema (the same one the Qdrant-server path writes):
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -44,6 +45,7 @@ from qdrant_edge import (
     Filter,
     HasIdCondition,
     HnswIndexConfig,
+    IdfParams,
     IntegerIndexParams,
     KeywordIndexParams,
     MatchAny,
@@ -100,6 +102,18 @@ DENSE_SEARCH = SearchParams(hnsw_ef=256, quantization=QuantizationSearchParams(r
 # top 10 either way (bench/RESULTS.md). A collection keeps the setting it was created with; a server's too.
 SPARSE_FULL_SCAN_THRESHOLD = 1_000
 SPARSE_INDEX = EdgeSparseVectorParams(full_scan_threshold=SPARSE_FULL_SCAN_THRESHOLD, modifier=Modifier.Idf)
+# A tenant's lexical (BM25) statistics are its own. The IDF of a question's terms is computed over the chunks the
+# tenant may be answered from (the gates: `IdfParams(corpus=…)`), not over the whole collection: what other tenants
+# store no longer moves a tenant's term weights, and so its answers. Over the samples, acme's null question had
+# found nothing only while globex's documents were beside acme's (tests/test_retrieval.py). A collection of one
+# tenant ranks as before.
+# And each tenant's terms are dimensions of its own: term t of tenant T is stored as t XOR `tenant_term_key(T)`. A
+# filtered BM25 search walks the posting lists of the question's terms; shared, they held every tenant's chunks,
+# each then dropped by the filter, and at a million chunks that walk was most of a search. Measured on Zipf-distributed
+# 150-word texts over 20 tenants, five frequent terms a question, tenant IDF: 10.93 → 1.37 ms p50 at 1M points, 2.77
+# → 0.35 at 200k; the same scores (bench/RESULTS.md, Scale). The map is one-to-one for each tenant. A collection
+# records it in its manifest ("lexical_terms"); one made before keeps shared dimensions (key 0), and is slower.
+LEXICAL_TERMS_PER_TENANT = "per-tenant"
 
 
 class TenantRequiredError(ValueError):
@@ -142,6 +156,12 @@ def check_same_model(collection: str, manifest: dict[str, Any], embedding_model:
             f"auto (each collection's own), or re-embed it: ragate reembed --collection {collection} "
             f"--embedding-model {embedding_model}"
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def tenant_term_key(tenant: str) -> int:
+    """The 32 bits a tenant's lexical term ids are XORed with in a collection that keeps them per tenant."""
+    return int.from_bytes(hashlib.blake2b(f"lexical\x1f{tenant}".encode(), digest_size=4).digest(), "big")
 
 
 def point_id(tenant: str, doc_id: str, chunk_index: int) -> int:
@@ -275,7 +295,7 @@ class StoredPoint:
     """One point as the engine stores it, read once (`StoredPoints`)."""
 
     payload: dict[str, Any]  # every field; callers get copies
-    terms: np.ndarray  # the term ids of its BM25 vector (int64)
+    terms: np.ndarray  # the dimensions of its BM25 vector as stored (its tenant's: `EdgeVectorIndex.term_key`), int64
 
 
 class StoredPoints:
@@ -439,6 +459,12 @@ class EdgeVectorIndex:
         manifest = self._manifests[collection] = json.loads(path.read_text())
         return manifest
 
+    def term_key(self, collection: str, tenant: str) -> int:
+        """What `tenant`'s lexical term ids are XORed with in `collection`: its own key where the collection keeps
+        each tenant's terms apart (LEXICAL_TERMS_PER_TENANT), 0 in one made before that shares them."""
+        manifest = self.manifest(collection) or {}
+        return tenant_term_key(tenant) if manifest.get("lexical_terms") == LEXICAL_TERMS_PER_TENANT else 0
+
     def _shard(self, collection: str) -> EdgeShard | None:
         with self._lock:
             if collection in self._shards:
@@ -511,7 +537,8 @@ class EdgeVectorIndex:
             self._shards[collection] = shard
             # The manifest is written last: a folder without it is an unfinished create.
             tmp = self._manifest_path(collection).with_suffix(".tmp")
-            tmp.write_text(json.dumps(new_manifest(embedding_model, dimensions, language)))
+            tmp.write_text(json.dumps({**new_manifest(embedding_model, dimensions, language),
+                                       "lexical_terms": LEXICAL_TERMS_PER_TENANT}))
             tmp.replace(self._manifest_path(collection))
 
     def count(self, collection: str) -> int:
@@ -541,7 +568,12 @@ class EdgeVectorIndex:
         shard = self._shard(collection)
         if shard is None:
             return [], []
-        lists = [QueryRequest(query=Query.Nearest(sparse, using=SPARSE), limit=limit, filter=gate, with_payload=False)]
+        if key := self.term_key(collection, tenant):
+            sparse = SparseVector([i ^ key for i in sparse.indices], list(sparse.values))
+        # The term statistics of what the tenant may be answered from, whatever else the question filters on.
+        statistics = SearchParams(idf=IdfParams(corpus=governance_filter(tenant)))
+        lists = [QueryRequest(query=Query.Nearest(sparse, using=SPARSE), limit=limit, filter=gate, with_payload=False,
+                              params=statistics)]
         if dense is not None:
             lists.append(QueryRequest(query=Query.Nearest(list(dense), using=DENSE), limit=limit, filter=gate,
                                       with_payload=False, params=DENSE_SEARCH))
@@ -559,6 +591,8 @@ class EdgeVectorIndex:
         named = list((flags or {}).items()) if similarity_to is not None else []
         tests = [(name, payload_test(condition)) for name, condition in named]
         terms = list(match_terms or [])
+        key = self.term_key(collection, tenant)
+        stored_terms = [t ^ key for t in terms]  # as the tenant's chunks store them
         # The candidates kept in memory (`StoredPoints`: rerank fetched their texts for an earlier question) are
         # answered from it; the engine answers for the others, none of them read into Python. Read, a new
         # candidate's payload and BM25 vector cost ~35 µs, 3.5-5 ms for a question's ~100; the engine says which
@@ -566,7 +600,7 @@ class EdgeVectorIndex:
         # condition only the engine evaluates (a date range) leaves every candidate to the engine.
         kept = {} if any(test is None for _, test in tests) else self.stored.kept(collection, ids)
         new = [pid for pid in ids if pid not in kept]
-        requests = _term_and_flag_requests(gate, new, terms, named, similarity_to) if new else []
+        requests = _term_and_flag_requests(gate, new, stored_terms, named, similarity_to) if new else []
         if similarity_to is not None:
             requests.append(_similarity_request(gate, ids, similarity_to))
         results = list(shard.query_batch(QueryBatchRequest(requests))) if requests else []
@@ -585,13 +619,13 @@ class EdgeVectorIndex:
             pids = list(kept)
             held_terms = np.concatenate([kept[pid].terms for pid in pids])
             ends = np.cumsum([kept[pid].terms.size for pid in pids])
-            hits = np.flatnonzero(np.isin(held_terms, np.asarray(terms, dtype=np.int64)))
+            hits = np.flatnonzero(np.isin(held_terms, np.asarray(stored_terms, dtype=np.int64)))
             held: dict[int, set[int]] = {}
             for owner, term in zip(np.searchsorted(ends, hits, side="right").tolist(), held_terms[hits].tolist()):
                 held.setdefault(owner, set()).add(term)
             for owner, found in held.items():
                 # In `match_terms`' order, as the engine answers.
-                out[str(pids[owner])].matched_terms = [t for t in terms if t in found]
+                out[str(pids[owner])].matched_terms = [t for t, stored in zip(terms, stored_terms) if stored in found]
         return out
 
     def fetch(self, collection: str, tenant: str, point_ids: list[str],
@@ -648,10 +682,11 @@ class EdgeVectorIndex:
             raise CollectionError(f"collection '{collection}' does not exist")
         flt = Filter(must=[FieldCondition(key=TENANT_FIELD, match=MatchValue(tenant)),
                            FieldCondition(key="docId", match=MatchValue(doc_id))])
+        key = self.term_key(collection, tenant)
         points = [
             Point(
                 id=point_id(tenant, doc_id, c.chunk_index),
-                vector={DENSE: list(c.dense), SPARSE: SparseVector(list(c.sparse[0]), list(c.sparse[1]))},
+                vector={DENSE: list(c.dense), SPARSE: SparseVector([i ^ key for i in c.sparse[0]], list(c.sparse[1]))},
                 payload={**c.payload, TENANT_FIELD: tenant},
             )
             for c in chunks
@@ -668,8 +703,9 @@ class EdgeVectorIndex:
 
     # --- re-embedding (operator: ragate reembed) ----------------------------------------------
     def stored_chunks(self, collection: str, page: int = 1000) -> Iterator[tuple[str, dict[str, Any], tuple[list[int], list[float]]]]:
-        """Every chunk of `collection`, all tenants: (tenant, payload, lexical vector). For re-embedding a
-        whole collection, never for answering (no gate applies)."""
+        """Every chunk of `collection`, all tenants: (tenant, payload, lexical vector, with the term ids the analyzer
+        gives, whatever the collection stores). For re-embedding a whole collection, never for answering (no gate
+        applies)."""
         shard = self._shard(collection)
         if shard is None:
             return
@@ -679,9 +715,11 @@ class EdgeVectorIndex:
                                                          with_vector=[SPARSE]))
             for r in records:
                 payload = dict(r.payload or {})
+                tenant = payload.get(TENANT_FIELD, "")
                 sparse = (r.vector or {}).get(SPARSE)
-                lexical = (list(sparse.indices), list(sparse.values)) if sparse is not None else ([], [])
-                yield payload.get(TENANT_FIELD, ""), payload, lexical
+                key = self.term_key(collection, tenant)
+                lexical = ([i ^ key for i in sparse.indices], list(sparse.values)) if sparse is not None else ([], [])
+                yield tenant, payload, lexical
             if offset is None:
                 return
 

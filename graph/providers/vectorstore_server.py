@@ -179,7 +179,11 @@ class QdrantServerIndex:
         if self.manifest(collection) is None:
             return [], []
         lexical = m.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
-        lists = [m.QueryRequest(query=lexical, using=SPARSE, filter=gate, limit=limit, with_payload=False)]
+        # As in the embedded engine: the term statistics of what the tenant may be answered from (the server keeps
+        # the tenants' terms in shared dimensions; Qdrant 1.18 and later take `idf`).
+        statistics = m.SearchParams(idf=m.IdfCorpusParams(corpus=governance_filter(tenant)))
+        lists = [m.QueryRequest(query=lexical, using=SPARSE, filter=gate, limit=limit, with_payload=False,
+                                params=statistics)]
         if dense is not None:
             lists.append(m.QueryRequest(query=list(dense), using=DENSE, filter=gate, limit=limit, with_payload=False,
                                         params=m.SearchParams(hnsw_ef=HNSW_EF)))
