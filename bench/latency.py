@@ -1003,6 +1003,7 @@ def explore(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyzer, args
         AcornSearchParams,
         Filter,
         HasIdCondition,
+        IdfParams,
         Query,
         QueryBatchRequest,
         QueryRequest,
@@ -1022,13 +1023,19 @@ def explore(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyzer, args
     if args.prewarm:
         prewarm(index)
 
+    def stored_terms(q, terms):
+        """The question's term ids as the tenant's chunks store them (`EdgeVectorIndex.term_key`)."""
+        key = index.term_key(COLLECTION, tenant_name(q["tenant"]))
+        return [t ^ key for t in terms]
+
     def batch(q, payload=False, params=None):
         g = gates[q["tenant"]]
+        lexical = SparseVector(stored_terms(q, [int(x) for x in q["sparse"].indices]), list(q["sparse"].values))
         return shard.query_batch(QueryBatchRequest([
             QueryRequest(query=Query.Nearest(q["dense"].tolist(), using=DENSE), limit=args.limit, filter=g,
                          with_payload=payload, params=params),
-            QueryRequest(query=Query.Nearest(q["sparse"], using=SPARSE), limit=args.limit, filter=g,
-                         with_payload=payload)]))
+            QueryRequest(query=Query.Nearest(lexical, using=SPARSE), limit=args.limit, filter=g,
+                         with_payload=payload, params=SearchParams(idf=IdfParams(corpus=g)))]))
 
     def dense_only(q, params):
         return shard.query(QueryRequest(query=Query.Nearest(q["dense"].tolist(), using=DENSE), limit=args.limit,
@@ -1072,7 +1079,7 @@ def explore(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyzer, args
         q_terms = [int(x) for x in q["sparse"].indices]
         pres = shard.query_batch(QueryBatchRequest([
             QueryRequest(query=Query.Nearest(SparseVector([term], [1.0]), using=SPARSE), limit=len(ids), filter=only,
-                         with_payload=False) for term in q_terms]))
+                         with_payload=False) for term in stored_terms(q, q_terms)]))
         holders = [{p.id for p in lst} for lst in pres]
         t6 = time.perf_counter()
         for pid, (_, lang) in texts.items():
