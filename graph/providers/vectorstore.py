@@ -2,7 +2,8 @@
 
 Embedded default: Qdrant's own engine in-process (`qdrant-edge`), one shard folder per
 collection under `$RAGATE_HOME/collections/<name>/`, with a dense vector (`dense`) and the
-engine's BM25 sparse vector with an IDF modifier (`bm25`).
+engine's BM25 sparse vector with an IDF modifier (`bm25`), each tenant's terms in dimensions of its own and
+its IDF computed over its own servable chunks (LEXICAL_TERMS_PER_TENANT).
 
 One process per data folder: the engine locks each collection it opens and has no read-only mode, so
 the index takes the folder for this process before it opens one (`hold`, graph/providers/data_folder.py);
