@@ -180,7 +180,7 @@ class QdrantServerIndex:
             return [], []
         lexical = m.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
         # As in the embedded engine: the term statistics of what the tenant may be answered from (the server keeps
-        # the tenants' terms in shared dimensions; Qdrant 1.19 and later take `idf`).
+        # the tenants' terms in shared dimensions; Qdrant 1.19 and later take `idf`, an older server ignores it).
         statistics = m.SearchParams(idf=m.IdfCorpusParams(corpus=governance_filter(tenant)))
         lists = [m.QueryRequest(query=lexical, using=SPARSE, filter=gate, limit=limit, with_payload=False,
                                 params=statistics)]
