@@ -1024,9 +1024,7 @@ def explore(index: EdgeVectorIndex, corpus: Corpus, vocab: Vocab, analyzer, args
         prewarm(index)
 
     def stored_terms(q, terms):
-        """The question's term ids as the tenant's chunks store them (`EdgeVectorIndex.term_key`)."""
-        key = index.term_key(COLLECTION, tenant_name(q["tenant"]))
-        return [t ^ key for t in terms]
+        return index.stored_terms(COLLECTION, tenant_name(q["tenant"]), terms)
 
     def batch(q, payload=False, params=None):
         g = gates[q["tenant"]]

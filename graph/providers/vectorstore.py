@@ -28,7 +28,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -296,7 +296,7 @@ class StoredPoint:
     """One point as the engine stores it, read once (`StoredPoints`)."""
 
     payload: dict[str, Any]  # every field; callers get copies
-    terms: np.ndarray  # the dimensions of its BM25 vector as stored (its tenant's: `EdgeVectorIndex.term_key`), int64
+    terms: np.ndarray  # its BM25 vector's dimensions as stored (its tenant's: `EdgeVectorIndex.stored_terms`), int64
 
 
 class StoredPoints:
@@ -460,11 +460,13 @@ class EdgeVectorIndex:
         manifest = self._manifests[collection] = json.loads(path.read_text())
         return manifest
 
-    def term_key(self, collection: str, tenant: str) -> int:
-        """What `tenant`'s lexical term ids are XORed with in `collection`: its own key where the collection keeps
-        each tenant's terms apart (LEXICAL_TERMS_PER_TENANT), 0 in one made before that shares them."""
+    def stored_terms(self, collection: str, tenant: str, terms: Iterable[int]) -> list[int]:
+        """Lexical term ids as `tenant`'s chunks store them in `collection`, or stored ones back as the analyzer gave
+        them (the map is its own inverse): XORed with the tenant's key where the collection keeps each tenant's terms
+        apart (LEXICAL_TERMS_PER_TENANT), as they are in one made before that shares them."""
         manifest = self.manifest(collection) or {}
-        return tenant_term_key(tenant) if manifest.get("lexical_terms") == LEXICAL_TERMS_PER_TENANT else 0
+        key = tenant_term_key(tenant) if manifest.get("lexical_terms") == LEXICAL_TERMS_PER_TENANT else 0
+        return [t ^ key for t in terms]
 
     def _shard(self, collection: str) -> EdgeShard | None:
         with self._lock:
@@ -569,8 +571,7 @@ class EdgeVectorIndex:
         shard = self._shard(collection)
         if shard is None:
             return [], []
-        if key := self.term_key(collection, tenant):
-            sparse = SparseVector([i ^ key for i in sparse.indices], list(sparse.values))
+        sparse = SparseVector(self.stored_terms(collection, tenant, sparse.indices), list(sparse.values))
         # The term statistics of what the tenant may be answered from, whatever else the question filters on.
         statistics = SearchParams(idf=IdfParams(corpus=governance_filter(tenant)))
         lists = [QueryRequest(query=Query.Nearest(sparse, using=SPARSE), limit=limit, filter=gate, with_payload=False,
@@ -592,8 +593,7 @@ class EdgeVectorIndex:
         named = list((flags or {}).items()) if similarity_to is not None else []
         tests = [(name, payload_test(condition)) for name, condition in named]
         terms = list(match_terms or [])
-        key = self.term_key(collection, tenant)
-        stored_terms = [t ^ key for t in terms]  # as the tenant's chunks store them
+        stored_terms = self.stored_terms(collection, tenant, terms)
         # The candidates kept in memory (`StoredPoints`: rerank fetched their texts for an earlier question) are
         # answered from it; the engine answers for the others, none of them read into Python. Read, a new
         # candidate's payload and BM25 vector cost ~35 µs, 3.5-5 ms for a question's ~100; the engine says which
@@ -683,11 +683,11 @@ class EdgeVectorIndex:
             raise CollectionError(f"collection '{collection}' does not exist")
         flt = Filter(must=[FieldCondition(key=TENANT_FIELD, match=MatchValue(tenant)),
                            FieldCondition(key="docId", match=MatchValue(doc_id))])
-        key = self.term_key(collection, tenant)
         points = [
             Point(
                 id=point_id(tenant, doc_id, c.chunk_index),
-                vector={DENSE: list(c.dense), SPARSE: SparseVector([i ^ key for i in c.sparse[0]], list(c.sparse[1]))},
+                vector={DENSE: list(c.dense),
+                        SPARSE: SparseVector(self.stored_terms(collection, tenant, c.sparse[0]), list(c.sparse[1]))},
                 payload={**c.payload, TENANT_FIELD: tenant},
             )
             for c in chunks
@@ -718,8 +718,8 @@ class EdgeVectorIndex:
                 payload = dict(r.payload or {})
                 tenant = payload.get(TENANT_FIELD, "")
                 sparse = (r.vector or {}).get(SPARSE)
-                key = self.term_key(collection, tenant)
-                lexical = ([i ^ key for i in sparse.indices], list(sparse.values)) if sparse is not None else ([], [])
+                lexical = ([], []) if sparse is None else (self.stored_terms(collection, tenant, sparse.indices),
+                                                            list(sparse.values))
                 yield tenant, payload, lexical
             if offset is None:
                 return
